@@ -1,0 +1,204 @@
+"""`kioku`: a thin shell over the library. Every command has --help with an example."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+
+from engine.errors import EngineError
+
+Handler = Callable[[argparse.Namespace], int]
+COMMANDS: dict[str, tuple[argparse.ArgumentParser, Handler]] = {}
+
+
+def _command(sub, name: str, *, help: str, example: str) -> argparse.ArgumentParser:
+    parser = sub.add_parser(
+        name, help=help, description=help, epilog=f"example:\n  {example}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return parser
+
+
+def _common(p: argparse.ArgumentParser, *, user: bool = True) -> None:
+    p.add_argument("--config", type=Path, default=None, help="config file (default: ./config.yaml, else built-in defaults)")
+    p.add_argument("--data-dir", type=Path, default=None, help="data folder holding agents/ (default: from config)")
+    if user:
+        p.add_argument("--user", default="default", help="user id (default: %(default)s)")
+
+
+def _open(args: argparse.Namespace, *, progress: bool = False):
+    from engine.orchestrator import MemoryOrchestrator
+
+    return MemoryOrchestrator.from_config(
+        args.character, config_path=args.config, data_dir=args.data_dir, progress=progress
+    )
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from engine.demo import run_demo
+
+    run_demo(args.keep)
+    return 0
+
+
+def cmd_prompt(args: argparse.Namespace) -> int:
+    from engine.show import format_result, result_json
+
+    now = datetime.fromisoformat(args.now) if args.now else None
+    with _open(args) as orch:
+        result = orch.build_prompt(args.message, user_id=args.user, now=now)
+    print(result_json(result) if args.json else format_result(result))
+    return 0
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    from engine.factory import make_llm
+
+    with _open(args) as orch:
+        llm = make_llm(orch.config.llm)
+        if llm is None:
+            print("no LLM configured: set llm.backend: openai in config.yaml (see README)", file=sys.stderr)
+            return 2
+        print(f"chatting with {orch.character.name} as {args.user}; empty line or Ctrl-D to quit")
+        while True:
+            try:
+                line = input("> ").strip()
+            except EOFError:
+                break
+            if not line:
+                break
+            result = orch.build_prompt(line, user_id=args.user)
+            if args.show:
+                from engine.show import format_result
+
+                print(format_result(result, show_messages=False))
+            try:
+                reply = llm.complete(result.messages)
+            except EngineError as exc:
+                print(f"(LLM error: {exc})", file=sys.stderr)
+                continue
+            print(f"{orch.character.name}: {reply}")
+            orch.record_turn(line, reply, user_id=args.user)
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from engine.stores.worldbook import format_errors, validate_folder
+
+    errors = validate_folder(args.folder)
+    if errors:
+        print(format_errors(errors))
+        return 1
+    print(f"{args.folder}: ok")
+    return 0
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    import shutil
+
+    from engine.paths import character_paths
+    from engine.config import load_config
+    from engine.factory import default_config_path
+
+    config = load_config(args.config if args.config else default_config_path())
+    data_dir = args.data_dir or config.data_dir
+    paths = character_paths(data_dir, args.character)
+    if paths.cache_dir.exists():
+        shutil.rmtree(paths.cache_dir)
+        print(f"removed {paths.cache_dir}")
+    with _open(args, progress=True) as orch:
+        users = sorted(p.name for p in (paths.root / "users").iterdir()) if (paths.root / "users").is_dir() else []
+        for user in users:
+            orch.build_prompt("reindex", user_id=user)
+            print(f"rebuilt indexes for user {user}")
+    return 0
+
+
+def cmd_facts(args: argparse.Namespace) -> int:
+    with _open(args) as orch:
+        store = orch.store("core")
+        if args.action == "list":
+            for fact in store.facts(args.user):
+                print(f"{fact.id}  {fact.learned_at:%Y-%m-%d}  {fact.text}")
+        elif args.action == "add":
+            fact = store.add_fact(args.user, " ".join(args.text))
+            print(f"added {fact.id}")
+        elif args.action == "edit":
+            store.update_fact(args.user, args.id, " ".join(args.text))
+            print(f"updated {args.id}")
+        elif args.action == "delete":
+            store.delete_fact(args.user, args.id)
+            print(f"deleted {args.id}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kioku", description="A multi-tier character memory engine (記憶).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  kioku demo",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what the engine does")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = _command(sub, "demo", help="replay a scripted multi-day conversation offline and show the built prompts",
+                 example="kioku demo")
+    p.add_argument("--keep", type=Path, default=None, help="write the demo data here instead of a temp folder")
+    COMMANDS["demo"] = (p, cmd_demo)
+
+    p = _command(sub, "prompt", help="show the prompt built for a message, with every hit and why it fired",
+                 example='kioku prompt xiaoyue "昨天我们聊了什么" --user linzhou --now 2026-11-22T20:30')
+    p.add_argument("character")
+    p.add_argument("message")
+    p.add_argument("--now", default=None, help="ISO time to answer at (default: now; naive = the character's zone)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    _common(p)
+    COMMANDS["prompt"] = (p, cmd_prompt)
+
+    p = _command(sub, "chat", help="chat in the terminal against the configured OpenAI-compatible LLM",
+                 example="OPENAI_API_KEY=sk-... kioku chat xiaoyue --user me")
+    p.add_argument("character")
+    p.add_argument("--show", action="store_true", help="print the hits before each reply")
+    _common(p)
+    COMMANDS["chat"] = (p, cmd_chat)
+
+    p = _command(sub, "check", help="validate a world-book folder; exits 1 and names file:line on errors",
+                 example="kioku check data/agents/xiaoyue/data_base")
+    p.add_argument("folder", type=Path)
+    COMMANDS["check"] = (p, cmd_check)
+
+    p = _command(sub, "reindex", help="delete a character's .cache and rebuild every derived index",
+                 example="kioku reindex xiaoyue")
+    p.add_argument("character")
+    _common(p, user=False)
+    COMMANDS["reindex"] = (p, cmd_reindex)
+
+    p = _command(sub, "facts", help="list, add, edit or delete a user's core facts",
+                 example='kioku facts xiaoyue add 讨厌吃香菜 --user linzhou')
+    p.add_argument("character")
+    p.add_argument("action", choices=["list", "add", "edit", "delete"])
+    p.add_argument("--id", default=None, help="fact id (edit, delete)")
+    p.add_argument("text", nargs="*", help="fact text (add, edit)")
+    _common(p)
+    COMMANDS["facts"] = (p, cmd_facts)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    _, handler = COMMANDS[args.command]
+    try:
+        return handler(args)
+    except EngineError as exc:
+        print(f"kioku: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

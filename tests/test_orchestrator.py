@@ -1,0 +1,195 @@
+"""The orchestrator with small real test stores: parallel retrieval, time limits, failures,
+one embedding call per prompt, fixed message order, budgets, sync and async entry points."""
+
+import asyncio
+import shutil
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import numpy as np
+import pytest
+
+from engine.config import load_config
+from engine.errors import InvalidIdError
+from engine.orchestrator import MemoryOrchestrator
+from engine.stores.base import Hit
+
+ROOT = Path(__file__).resolve().parent.parent
+TZ = ZoneInfo("Asia/Shanghai")
+
+
+class KeywordStore:
+    """Returns a hit for every keyword found in the message; records what it was given."""
+
+    def __init__(self, name, facts, pieces=()):
+        self.name, self.facts, self.pieces = name, facts, list(pieces)
+        self.queries, self.turns = [], []
+
+    def query_texts(self, message, recent):
+        return list(self.pieces)
+
+    def retrieve(self, query):
+        self.queries.append(query)
+        return [Hit(self.name, text, 0.5 + i / 10, f"keyword {k!r}") for i, (k, text) in enumerate(self.facts.items()) if k in query.message]
+
+    def record(self, turn):
+        self.turns.append(turn)
+
+    def close(self):
+        pass
+
+
+class SlowStore(KeywordStore):
+    def retrieve(self, query):
+        time.sleep(2.0)
+        return [Hit(self.name, "too late", 1.0, "slow")]
+
+
+class BrokenStore(KeywordStore):
+    def retrieve(self, query):
+        raise OSError("disk on fire")
+
+    def record(self, turn):
+        raise OSError("cannot write")
+
+
+class CountingEmbedder:
+    """The real embedder, counting calls (not a mock: the vectors are real)."""
+
+    def __init__(self, inner):
+        self.inner, self.calls = inner, []
+        self.model_id, self.dim, self.default_thresholds = inner.model_id, inner.dim, inner.default_thresholds
+
+    def embed(self, texts, *, role="passage"):
+        self.calls.append((list(texts), role))
+        return self.inner.embed(texts, role=role)
+
+
+@pytest.fixture
+def data_dir(tmp_path):
+    shutil.copytree(ROOT / "data/agents/xiaoyue", tmp_path / "agents/xiaoyue", ignore=shutil.ignore_patterns("users", ".cache"))
+    return tmp_path
+
+
+def open_orch(data_dir, embedder, stores, **overrides):
+    config = load_config(overrides={"data_dir": str(data_dir), **overrides}, env={})
+    return MemoryOrchestrator.from_config("xiaoyue", config=config, embedder=embedder, stores=stores)
+
+
+def test_one_embedding_call_shared_by_all_stores(data_dir, embedder):
+    counting = CountingEmbedder(embedder)
+    a = KeywordStore("core", {"香菜": "讨厌吃香菜"}, pieces=["piece one"])
+    b = KeywordStore("world_book", {"缆车": "缆车七点开"}, pieces=["piece two", "piece three"])
+    with open_orch(data_dir, counting, [a, b]) as orch:
+        result = orch.build_prompt("坐缆车的时候吃香菜", user_id="u1", now=datetime(2026, 11, 22, 12, tzinfo=TZ))
+    assert len(counting.calls) == 1
+    texts, role = counting.calls[0]
+    assert role == "query" and texts[1:] == ["piece one", "piece two", "piece three"]
+    qa, qb = a.queries[0], b.queries[0]
+    assert qa.vector is qb.vector and qa.vector.shape == (embedder.dim,)
+    assert qb.pieces["world_book"][0] == ("piece two", "piece three")
+    assert np.allclose(qb.pieces["world_book"][1], embedder.embed(["piece two", "piece three"], role="query"), atol=1e-5)
+    assert {h.store for h in result.hits} == {"core", "world_book"}
+
+
+def test_fixed_message_order(data_dir, embedder):
+    stores = [KeywordStore("diary", {"昨天": "[昨天] 吃了面"}), KeywordStore("core", {"昨天": "讨厌香菜"}),
+              KeywordStore("world_book", {"昨天": "雾川镇多雾"})]
+    with open_orch(data_dir, embedder, stores) as orch:
+        orch.record_turn("你好", "你好呀", user_id="u1", at=datetime(2026, 11, 21, 9, tzinfo=TZ))
+        orch.flush()
+        result = orch.build_prompt("昨天怎么样", user_id="u1", now=datetime(2026, 11, 22, 12, tzinfo=TZ))
+    contents = [m["content"] for m in result.messages]
+    roles = [m["role"] for m in result.messages]
+    assert contents[0].startswith("你是小月")  # persona, {{char}} filled in
+    idx = {name: next(i for i, c in enumerate(contents) if needle in c)
+           for name, needle in [("world_book", "雾川镇多雾"), ("core", "讨厌香菜"), ("diary", "吃了面"), ("time", "当前时间")]}
+    assert idx["world_book"] < idx["core"] < idx["diary"] < idx["time"]
+    assert roles[-3:] == ["user", "assistant", "user"] and contents[-3:] == ["你好", "你好呀", "昨天怎么样"]
+    assert "{{" not in "".join(contents)
+
+
+def test_slow_and_failing_stores_are_skipped_and_named(data_dir, embedder):
+    good = KeywordStore("core", {"猫": "养了猫"})
+    stores = [good, SlowStore("diary", {}), BrokenStore("world_book", {})]
+    with open_orch(data_dir, embedder, stores, retrieval={"store_timeout_s": 0.5}) as orch:
+        t = time.perf_counter()
+        result = orch.build_prompt("我的猫", user_id="u1")
+        elapsed = time.perf_counter() - t
+        orch.record_turn("我的猫", "好可爱", user_id="u1")
+        orch.flush()
+        errors = orch.background_errors
+    assert [h.text for h in result.hits] == ["养了猫"]
+    diag = "\n".join(result.diagnostics)
+    assert "diary: skipped, no answer within 0.5s" in diag and "world_book: skipped, failed: OSError: disk on fire" in diag
+    assert elapsed < 1.9  # did not wait for the slow store (a bound, not a benchmark)
+    assert any(e.job == "world_book.record" and "cannot write" in e.error for e in errors)
+    assert good.turns and good.turns[0].user == "我的猫"  # the other stores still got the turn
+
+
+def test_stores_run_in_parallel(data_dir, embedder):
+    seen = []
+    barrier = threading.Barrier(2, timeout=3)
+
+    class Meeting(KeywordStore):
+        def retrieve(self, query):
+            barrier.wait()  # only passes if both stores are running at once
+            seen.append(self.name)
+            return []
+
+    with open_orch(data_dir, embedder, [Meeting("core", {}), Meeting("diary", {})]) as orch:
+        result = orch.build_prompt("hi", user_id="u1")
+    assert sorted(seen) == ["core", "diary"] and not result.diagnostics
+
+
+def test_budget_trims_least_relevant_first(data_dir, embedder):
+    facts = {f"k{i}": f"事实{i}：" + "很长的描述" * 20 for i in range(6)}
+    store = KeywordStore("core", facts)
+    with open_orch(data_dir, embedder, [store], retrieval={"caps": {"core": 200}}) as orch:
+        result = orch.build_prompt(" ".join(facts), user_id="u1")
+    assert sum(h.tokens for h in result.hits) <= 200
+    kept = {h.score for h in result.hits}
+    assert result.dropped and max(h.score for h in result.dropped) < min(kept)
+
+
+def test_record_turn_is_durable_before_returning(data_dir, embedder):
+    with open_orch(data_dir, embedder, []) as orch:
+        orch.record_turn("第一句", "回答", user_id="u1", at=datetime(2026, 11, 22, 10, tzinfo=TZ), turn_id="t1")
+        text = (data_dir / "agents/xiaoyue/users/u1/history.yaml").read_text(encoding="utf-8")
+        assert "第一句" in text and "t1:u" in text
+        again = orch.record_turn("第一句", "回答", user_id="u1", turn_id="t1")
+        assert again.id == "t1"
+        assert len(orch.short_term.state("u1").messages) == 2
+
+
+def test_async_entry_points_share_the_implementation(data_dir, embedder):
+    store = KeywordStore("core", {"香菜": "讨厌吃香菜"})
+
+    async def main(orch):
+        await orch.arecord_turn("我讨厌香菜", "记住了", user_id="u1")
+        await orch.aflush()
+        return await orch.abuild_prompt("香菜怎么样", user_id="u1")
+
+    with open_orch(data_dir, embedder, [store]) as orch:
+        result = asyncio.run(main(orch))
+    assert [h.text for h in result.hits] == ["讨厌吃香菜"]
+    assert store.turns[0].user == "我讨厌香菜"
+
+
+def test_ids_are_validated(data_dir, embedder):
+    with open_orch(data_dir, embedder, []) as orch:
+        with pytest.raises(InvalidIdError):
+            orch.build_prompt("hi", user_id="../../etc")
+        with pytest.raises(InvalidIdError):
+            orch.record_turn("a", "b", user_id="a/b")
+    with pytest.raises(InvalidIdError):
+        MemoryOrchestrator.from_config("../xiaoyue", config=load_config(overrides={"data_dir": str(data_dir)}, env={}), stores=[])
+
+
+def test_opening_lines_for_a_new_user(data_dir, embedder):
+    with open_orch(data_dir, embedder, []) as orch:
+        result = orch.build_prompt("你好", user_id="newcomer")
+    assert result.messages[-3]["content"] == "你好，这里还营业吗？"
