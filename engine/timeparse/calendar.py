@@ -1,0 +1,156 @@
+"""Pure calendar arithmetic shared by the Chinese and English grammars.
+
+Every range is half-open ``[start, end)`` and aware in the user's zone.  Local
+wall times are built with ``datetime(..., tzinfo=tz)`` so zoneinfo picks the
+right offset for each end separately: a local day around a DST change is 23 or
+25 hours long, which is what the conventions want.
+"""
+
+from __future__ import annotations
+
+import calendar as _stdcal
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone, tzinfo
+
+Range = tuple[datetime, datetime]
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One resolved expression before it is turned into a public TimeExpression."""
+
+    span: tuple[int, int]
+    start: datetime
+    end: datetime
+    kind: str
+    lang: str
+
+
+def at(tz: tzinfo, d: date, hour: int = 0, minute: int = 0) -> datetime:
+    # Hours past 23 roll into the next day so "24:00" can close an evening.
+    extra, hour = divmod(hour, 24)
+    d2 = d + timedelta(days=extra)
+    return datetime(d2.year, d2.month, d2.day, hour, minute, tzinfo=tz)
+
+
+def day_range(tz: tzinfo, d: date) -> Range:
+    return at(tz, d), at(tz, d + timedelta(days=1))
+
+
+def days_range(tz: tzinfo, first: date, last: date) -> Range:
+    """Inclusive of both calendar days, as explicit ranges are."""
+    return at(tz, first), at(tz, last + timedelta(days=1))
+
+
+def hours_range(tz: tzinfo, d: date, h0: int, h1: int) -> Range:
+    return at(tz, d, h0), at(tz, d, h1)
+
+
+def monday_of(d: date) -> date:
+    return d - timedelta(days=d.weekday())
+
+
+def week_range(tz: tzinfo, today: date, weeks_offset: int) -> Range:
+    mon = monday_of(today) + timedelta(weeks=weeks_offset)
+    return at(tz, mon), at(tz, mon + timedelta(days=7))
+
+
+def weekend_of_week(tz: tzinfo, today: date, weeks_offset: int) -> Range:
+    sat = monday_of(today) + timedelta(weeks=weeks_offset, days=5)
+    return at(tz, sat), at(tz, sat + timedelta(days=2))
+
+
+def recent_weekend(tz: tzinfo, today: date) -> Range:
+    """Most recent Saturday–Sunday that has started (the current one on a weekend)."""
+    offset = 0 if today.weekday() >= 5 else -1
+    return weekend_of_week(tz, today, offset)
+
+
+def weekday_in_week(today: date, weeks_offset: int, weekday: int) -> date:
+    return monday_of(today) + timedelta(weeks=weeks_offset, days=weekday)
+
+
+def weekday_not_after(today: date, weekday: int) -> date:
+    """Most recent given weekday that is not after today (today itself counts)."""
+    return today - timedelta(days=(today.weekday() - weekday) % 7)
+
+
+def weekday_before(today: date, weekday: int) -> date:
+    """Most recent given weekday strictly before today."""
+    back = (today.weekday() - weekday) % 7 or 7
+    return today - timedelta(days=back)
+
+
+def weekday_after(today: date, weekday: int) -> date:
+    ahead = (weekday - today.weekday()) % 7 or 7
+    return today + timedelta(days=ahead)
+
+
+def shift_month(year: int, month: int, delta: int) -> tuple[int, int]:
+    idx = year * 12 + (month - 1) + delta
+    return idx // 12, idx % 12 + 1
+
+
+def month_range(tz: tzinfo, year: int, month: int) -> Range:
+    ny, nm = shift_month(year, month, 1)
+    return at(tz, date(year, month, 1)), at(tz, date(ny, nm, 1))
+
+
+def year_range(tz: tzinfo, year: int) -> Range:
+    return at(tz, date(year, 1, 1)), at(tz, date(year + 1, 1, 1))
+
+
+def recent_month(today: date, month: int) -> int:
+    """Year of the most recent ``month`` that has started (this one if we are in it)."""
+    return today.year if month <= today.month else today.year - 1
+
+
+def valid_date(year: int, month: int, day: int) -> date | None:
+    if not 1 <= month <= 12:
+        return None
+    if not 1 <= day <= _stdcal.monthrange(year, month)[1]:
+        return None
+    return date(year, month, day)
+
+
+def recent_date(today: date, month: int, day: int) -> date | None:
+    """Most recent month/day not after today; Feb 29 searches back to a leap year."""
+    for year in range(today.year, today.year - 9, -1):
+        d = valid_date(year, month, day)
+        if d is not None and d <= today:
+            return d
+    return None
+
+
+def recent_day_of_month(today: date, day: int) -> date | None:
+    """'the 3rd' / 3号: the most recent such day of a month that is not after today."""
+    y, m = today.year, today.month
+    for _ in range(12):
+        d = valid_date(y, m, day)
+        if d is not None and d <= today:
+            return d
+        y, m = shift_month(y, m, -1)
+    return None
+
+
+def rolling(now: datetime, delta: timedelta) -> Range:
+    """[now - delta, now) in absolute time: '24 hours ago' across DST is 24 real hours."""
+    tz = now.tzinfo
+    assert tz is not None
+    start = (now.astimezone(timezone.utc) - delta).astimezone(tz)
+    return start, now
+
+
+def rolling_months(now: datetime, months: int) -> Range:
+    """Past N months: same wall clock N calendar months back (day clamped to month end)."""
+    tz = now.tzinfo
+    assert tz is not None
+    y, m = shift_month(now.year, now.month, -months)
+    d = min(now.day, _stdcal.monthrange(y, m)[1])
+    start = datetime(y, m, d, now.hour, now.minute, now.second, tzinfo=tz)
+    return start, now
+
+
+def nth_weekday(year: int, month: int, weekday: int, n: int) -> date:
+    first = date(year, month, 1)
+    return first + timedelta(days=(weekday - first.weekday()) % 7 + 7 * (n - 1))

@@ -1,0 +1,127 @@
+"""Festival dates (Gregorian, lunar and rule-based) shared by both grammars.
+
+Lunar dates come from jionlp's lunar table.  Its module is loaded straight from
+its file: importing it through the ``jionlp`` package would run jionlp's
+``__init__`` (a stdout banner and ~0.5 s of dictionary loading) just to read a
+table of integers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from datetime import date, timedelta
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+from .calendar import nth_weekday
+
+FestivalFn = Callable[[int], date]
+
+
+@lru_cache(maxsize=1)
+def _lunar() -> Any:
+    spec = importlib.util.find_spec("jionlp")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("jionlp is required for lunar festivals")
+    path = Path(list(spec.submodule_search_locations)[0]) / "gadget" / "lunar_solar_date.py"
+    mod_spec = importlib.util.spec_from_file_location("_engine_timeparse_lunar", path)
+    assert mod_spec is not None and mod_spec.loader is not None
+    module = importlib.util.module_from_spec(mod_spec)
+    mod_spec.loader.exec_module(module)
+    return module.LunarSolarDate()
+
+
+def lunar_to_solar(lunar_year: int, month: int, day: int) -> date:
+    return _lunar().to_solar_date(lunar_year, month, day, False).date()
+
+
+def _fixed(month: int, day: int) -> FestivalFn:
+    return lambda year: date(year, month, day)
+
+
+def _lunar_fn(month: int, day: int) -> FestivalFn:
+    def resolve(year: int) -> date:
+        # Late lunar months (腊八) fall in January of the next Gregorian year:
+        # pick the lunar year whose occurrence lands in the asked Gregorian year.
+        d = lunar_to_solar(year, month, day)
+        return d if d.year == year else lunar_to_solar(year - 1, month, day)
+
+    return resolve
+
+
+def _chuxi(year: int) -> date:
+    # The eve is the day before the new year, which always falls in the same
+    # Gregorian year (Spring Festival is never before Jan 21).
+    return lunar_to_solar(year, 1, 1) - timedelta(days=1)
+
+
+def _qingming(year: int) -> date:
+    # Solar term, not lunar; the classic 21st-century formula (Apr 4-6).
+    y = year % 100
+    return date(year, 4, int(y * 0.2422 + 4.81) - y // 4)
+
+
+def _easter(year: int) -> date:
+    # Anonymous Gregorian computus.
+    a, b, c = year % 19, year // 100, year % 100
+    d, e = b // 4, b % 4
+    f = (b + 8) // 25
+    g = (b - f + 1) // 3
+    h = (19 * a + b - d - g + 15) % 30
+    i, k = c // 4, c % 4
+    l = (32 + 2 * e + 2 * i - h - k) % 7
+    m = (a + 11 * h + 22 * l) // 451
+    month = (h + l - 7 * m + 114) // 31
+    day = (h + l - 7 * m + 114) % 31 + 1
+    return date(year, month, day)
+
+
+# Canonical keys; both grammars map their own words onto these.
+FESTIVALS: dict[str, FestivalFn] = {
+    "new_year": _fixed(1, 1),
+    "new_years_eve": _fixed(12, 31),
+    "valentine": _fixed(2, 14),
+    "womens_day": _fixed(3, 8),
+    "april_fools": _fixed(4, 1),
+    "labour_day": _fixed(5, 1),
+    "childrens_day": _fixed(6, 1),
+    "independence_day": _fixed(7, 4),
+    "teachers_day": _fixed(9, 10),
+    "national_day": _fixed(10, 1),
+    "halloween": _fixed(10, 31),
+    "christmas_eve": _fixed(12, 24),
+    "christmas": _fixed(12, 25),
+    "spring_festival": _lunar_fn(1, 1),
+    "chuxi": _chuxi,
+    "lantern": _lunar_fn(1, 15),
+    "dragon_boat": _lunar_fn(5, 5),
+    "qixi": _lunar_fn(7, 7),
+    "mid_autumn": _lunar_fn(8, 15),
+    "double_ninth": _lunar_fn(9, 9),
+    "laba": _lunar_fn(12, 8),
+    "qingming": _qingming,
+    "easter": _easter,
+    "mothers_day": lambda y: nth_weekday(y, 5, 6, 2),
+    "fathers_day": lambda y: nth_weekday(y, 6, 6, 3),
+    "thanksgiving": lambda y: nth_weekday(y, 11, 3, 4),
+}
+
+
+def festival_date(key: str, today: date, *, year: int | None = None, mode: str = "recent") -> date:
+    """Resolve a festival.
+
+    mode: ``recent`` = most recent occurrence not after today; ``last`` = most
+    recent strictly before today; ``next`` = first strictly after today.
+    An explicit ``year`` wins over the mode.
+    """
+    fn = FESTIVALS[key]
+    if year is not None:
+        return fn(year)
+    if mode == "next":
+        d = fn(today.year)
+        return d if d > today else fn(today.year + 1)
+    d = fn(today.year)
+    if d > today or (mode == "last" and d == today):
+        d = fn(today.year - 1)
+    return d

@@ -1,0 +1,315 @@
+"""Chinese rule grammar.
+
+The product conventions (ISO weeks, 18–24 evenings, Sat–Mon weekends, "most
+recent not after today" for dates without a year, rolling windows in absolute
+time) differ from jionlp's defaults in many places, so every family the
+conventions name is handled here; jionlp is only a fallback for the long tail
+(see ``jionlp_fallback.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timedelta
+
+from . import calendar as cal
+from .calendar import Hit
+from .compose import Atom, compose
+from .festivals import festival_date
+
+_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+
+NUM = r"(?:\d{1,2}|[零〇一二两三四五六七八九十]{1,3})"
+
+
+def cn_int(s: str) -> int | None:
+    """Digits or Chinese numerals up to 99 (十二, 二十三, 两)."""
+    if s.isdigit():
+        return int(s)
+    if s in ("几",):
+        return None
+    if "十" in s:
+        left, _, right = s.partition("十")
+        tens = _DIGITS.get(left, -1) if left else 1
+        ones = _DIGITS.get(right, -1) if right else 0
+        if tens < 0 or ones < 0 or "十" in right:
+            return None
+        return tens * 10 + ones
+    if len(s) == 1:
+        return _DIGITS.get(s)
+    return None
+
+
+def cn_year(s: str) -> int | None:
+    if s.isdigit():
+        return int(s)
+    if len(s) == 4 and all(c in _DIGITS and c not in "两十" for c in s):
+        return int("".join(str(_DIGITS[c]) for c in s))
+    return None
+
+
+_WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6, "七": 6,
+            "1": 0, "2": 1, "3": 2, "4": 3, "5": 4, "6": 5, "7": 6}
+
+_DAY_WORDS = {
+    "大前天": (-3, None), "前天": (-2, None), "昨天": (-1, None), "昨日": (-1, None),
+    "昨儿个": (-1, None), "昨儿": (-1, None), "今天": (0, None), "今日": (0, None),
+    "今儿个": (0, None), "今儿": (0, None), "明天": (1, None), "明日": (1, None),
+    "明儿": (1, None), "后天": (2, None), "大后天": (3, None),
+    "今早": (0, "morning"), "今晨": (0, "morning"), "今晚": (0, "evening"), "今夜": (0, "evening"),
+    "昨晚": (-1, "evening"), "昨夜": (-1, "evening"), "明早": (1, "morning"), "明晚": (1, "evening"),
+}
+
+_PART_WORDS = {
+    "凌晨": "early", "早上": "morning", "早晨": "morning", "清晨": "morning", "上午": "morning",
+    "中午": "noon", "正午": "noon", "下午": "afternoon", "午后": "afternoon",
+    "傍晚": "evening", "晚上": "evening", "夜里": "evening", "夜晚": "evening", "晚间": "evening",
+    "夜间": "evening",
+}
+
+_FESTIVALS = {
+    "五一劳动节": "labour_day", "五一节": "labour_day", "劳动节": "labour_day", "五一": "labour_day",
+    "国庆节": "national_day", "国庆": "national_day", "元旦节": "new_year", "元旦": "new_year",
+    "圣诞节": "christmas", "圣诞": "christmas", "平安夜": "christmas_eve", "情人节": "valentine",
+    "万圣节": "halloween", "春节": "spring_festival", "大年初一": "spring_festival",
+    "除夕夜": "chuxi", "除夕": "chuxi", "大年三十": "chuxi", "年三十": "chuxi",
+    "元宵节": "lantern", "元宵": "lantern", "端午节": "dragon_boat", "端午": "dragon_boat",
+    "中秋节": "mid_autumn", "中秋": "mid_autumn", "七夕节": "qixi", "七夕": "qixi",
+    "重阳节": "double_ninth", "重阳": "double_ninth", "腊八节": "laba", "腊八": "laba",
+    "清明节": "qingming", "清明": "qingming", "母亲节": "mothers_day", "父亲节": "fathers_day",
+    "感恩节": "thanksgiving", "教师节": "teachers_day", "六一儿童节": "childrens_day",
+    "儿童节": "childrens_day", "三八妇女节": "womens_day", "妇女节": "womens_day",
+    "愚人节": "april_fools", "跨年夜": "new_years_eve", "复活节": "easter",
+}
+# Holiday weeks (the statutory break), as opposed to the festival day itself.
+_HOLIDAY_WEEKS = {"national_day": 7, "labour_day": 5}
+
+_REL_YEAR = {"大前年": -3, "前年": -2, "去年": -1, "今年": 0, "明年": 1, "后年": 2}
+_YEAR = r"(?:(?P<y>\d{4}|[〇零一二三四五六七八九]{4})年|(?P<yr>大前年|前年|去年|今年|明年|后年))的?"
+
+
+def _alt(words: dict[str, object] | list[str]) -> str:
+    return "|".join(sorted(words, key=len, reverse=True))
+
+
+_DAY_NUM_STOP = r"(?![线楼房门车床位桌机口馆厅窗柜选球病院台码元块])"
+_WD_STOP = r"(?![天次个遍回位本件场顿直起样些般共切定同块边阵度])"
+_WEEK_STOP = r"(?![围边到全期年岁刊报转长密旋折游])"
+
+_RX = {
+    "rolling": re.compile(
+        r"(?P<pre>最近|近|过去的?|这)(?P<n>\d{1,3}|[一二两三四五六七八九十]{1,3}|几)个?"
+        r"(?P<u>天|日|小时|钟头|周|星期|礼拜|月|年)"
+    ),
+    "rolling_vague": re.compile(r"最近这段时间|最近一段时间|这段时间|这阵子|近来|近期|最近|前几天|前些天|前些日子|前阵子|前段时间|这两天"),
+    "ago": re.compile(
+        r"(?P<n>\d{1,3}|[一二两三四五六七八九十]{1,3}|几|半)个?(?P<u>天|日|周|星期|礼拜|月|年)(?:之|以)?(?P<dir>前|后)"
+    ),
+    "dayword": re.compile(_alt(_DAY_WORDS)),
+    "week": re.compile(
+        r"(?<![一以])(?P<p>上上|上|这|本|下下|下)一?个?(?:周|星期|礼拜|週)" + _WEEK_STOP
+        + r"(?:(?P<we>末)|(?P<wd>[一二三四五六日天1-7])" + _WD_STOP + r")?"
+    ),
+    "bare_weekday": re.compile(r"(?<!每)(?:周|星期|礼拜|週)(?P<wd>[一二三四五六日天1-7])" + _WD_STOP),
+    "bare_weekend": re.compile(r"(?<!每)周末"),
+    "month_rel": re.compile(r"(?P<p>上上|上|这|本|下下|下)(?:一?个)月|(?P<p2>上上|上|这|本|下下|下)月(?![亮光球饼色经])"),
+    "date": re.compile(
+        r"(?:" + _YEAR + r")?(?P<m>" + NUM + r")月(?!天)(?:(?P<d>" + NUM + r")[日号]" + _DAY_NUM_STOP + r"|份)?"
+    ),
+    "year": re.compile(
+        r"(?:(?P<y>\d{4}|[〇零一二三四五六七八九]{4})年(?!代|级|纪|前|后|龄|薪)|(?<![以之最然])(?P<yr>大前年|前年|去年|今年|明年|后年))"
+    ),
+    "festival": re.compile(r"(?:" + _YEAR + r")?(?P<f>" + _alt(_FESTIVALS) + r")(?P<hol>假期|长假|黄金周|小长假)?"),
+    "daynum": re.compile(r"(?<![\d月第])(?P<d>\d{1,2}|[一二三四五六七八九十]{1,3})(?P<suf>号|日)" + _DAY_NUM_STOP),
+    "part": re.compile(_alt(_PART_WORDS)),
+    "clock": re.compile(
+        r"(?P<h>\d{1,2}|[零一二两三四五六七八九十]{1,3})[点點](?:(?P<mi>\d{1,2}|[零一二三四五六七八九十]{1,3})分?|半|一刻|三刻|整|钟)?(?![儿都也点多不没吧])"
+        r"|(?P<hh>\d{1,2})[:：](?P<mm>\d{2})"
+    ),
+}
+
+_GAP = re.compile(r"的?\s*")
+_CONNECTOR = re.compile(r"\s*(?:到|至|~|～|-|—|–|－|一直到)\s*")
+_RANGE_PREFIX = re.compile(r"从\s*$")
+
+
+def _year_of(m: re.Match[str], today: date) -> int | None:
+    if m.groupdict().get("y"):
+        return cn_year(m.group("y"))
+    if m.groupdict().get("yr"):
+        return today.year + _REL_YEAR[m.group("yr")]
+    return None
+
+
+def _week_offset(p: str) -> int:
+    return {"上上": -2, "上": -1, "这": 0, "本": 0, "下": 1, "下下": 2}[p]
+
+
+def atoms(text: str, now: datetime) -> list[Atom]:
+    tz = now.tzinfo
+    assert tz is not None
+    today = now.date()
+    out: list[Atom] = []
+
+    def rng(m: re.Match[str], r: tuple[datetime, datetime], name: str) -> None:
+        out.append(Atom(m.start(), m.end(), "range", start=r[0], end=r[1], kind_name=name))
+
+    def day(m: re.Match[str], d: date, name: str, **kw: object) -> None:
+        out.append(Atom(m.start(), m.end(), "day", day=d, kind_name=name, **kw))  # type: ignore[arg-type]
+
+    for m in _RX["rolling"].finditer(text):
+        pre, unit, raw = m.group("pre"), m.group("u"), m.group("n")
+        n = cn_int(raw) if raw != "几" else (3 if pre == "这" else 7)
+        if n is None or n == 0:
+            continue
+        if pre == "这" and (unit not in ("天", "日") or raw == "两"):
+            continue  # 这两天 is the idiom "these days" (rolling_vague), not literally 2
+        if pre == "最近" and _near_not_recent(text, m.start()):
+            continue
+        if unit in ("天", "日"):
+            rng(m, cal.rolling(now, timedelta(days=n)), "rolling")
+        elif unit in ("小时", "钟头"):
+            rng(m, cal.rolling(now, timedelta(hours=n)), "rolling")
+        elif unit in ("周", "星期", "礼拜"):
+            rng(m, cal.rolling(now, timedelta(weeks=n)), "rolling")
+        elif unit == "月":
+            rng(m, cal.rolling_months(now, n), "rolling")
+        else:
+            rng(m, cal.rolling_months(now, 12 * n), "rolling")
+
+    for m in _RX["rolling_vague"].finditer(text):
+        w = m.group()
+        if w == "最近" and _near_not_recent(text, m.start()):
+            continue
+        if w in ("前几天", "前些天"):
+            rng(m, cal.days_range(tz, today - timedelta(days=7), today - timedelta(days=1)), "few_days_ago")
+        elif w == "这两天":
+            rng(m, cal.rolling(now, timedelta(days=3)), "rolling")
+        elif w in ("前些日子", "前阵子", "前段时间"):
+            rng(m, cal.rolling(now, timedelta(days=30)), "rolling")
+        else:
+            rng(m, cal.rolling(now, timedelta(days=7)), "recent")
+
+    for m in _RX["ago"].finditer(text):
+        raw, unit, sign = m.group("n"), m.group("u"), (-1 if m.group("dir") == "前" else 1)
+        if raw == "几":
+            if unit in ("天", "日") and sign < 0:
+                rng(m, cal.days_range(tz, today - timedelta(days=7), today - timedelta(days=1)), "few_days_ago")
+            continue
+        if raw == "半":
+            if unit == "年":
+                rng(m, cal.month_range(tz, *cal.shift_month(today.year, today.month, 6 * sign)), "ago")
+            continue
+        n = cn_int(raw)
+        if n is None:
+            continue
+        if unit in ("天", "日"):
+            day(m, today + timedelta(days=sign * n), "ago")
+        elif unit in ("周", "星期", "礼拜"):
+            rng(m, cal.week_range(tz, today, sign * n), "ago")
+        elif unit == "月":
+            rng(m, cal.month_range(tz, *cal.shift_month(today.year, today.month, sign * n)), "ago")
+        else:
+            rng(m, cal.year_range(tz, today.year + sign * n), "ago")
+
+    for m in _RX["dayword"].finditer(text):
+        if m.group() == "后天" and text[max(0, m.start() - 1) : m.start()] in ("以", "之", "然", "最"):
+            continue  # 以后天天… is "from now on", not the day after tomorrow
+        offset, part = _DAY_WORDS[m.group()]
+        day(m, today + timedelta(days=offset), "day", part=part)
+
+    for m in _RX["week"].finditer(text):
+        off = _week_offset(m.group("p"))
+        if m.group("we"):
+            rng(m, cal.weekend_of_week(tz, today, off), "weekend")
+        elif m.group("wd"):
+            day(m, cal.weekday_in_week(today, off, _WEEKDAY[m.group("wd")]), "weekday")
+        else:
+            rng(m, cal.week_range(tz, today, off), "week")
+
+    for m in _RX["bare_weekday"].finditer(text):
+        wd = _WEEKDAY[m.group("wd")]
+        day(m, cal.weekday_not_after(today, wd), "weekday", bare_weekday=wd)
+
+    for m in _RX["bare_weekend"].finditer(text):
+        rng(m, cal.recent_weekend(tz, today), "weekend")
+
+    for m in _RX["month_rel"].finditer(text):
+        off = _week_offset(m.group("p") or m.group("p2"))
+        rng(m, cal.month_range(tz, *cal.shift_month(today.year, today.month, off)), "month")
+
+    for m in _RX["date"].finditer(text):
+        month = cn_int(m.group("m"))
+        if month is None or not 1 <= month <= 12:
+            continue
+        year = _year_of(m, today)
+        if m.group("d"):
+            dom = cn_int(m.group("d"))
+            if dom is None:
+                continue
+            d = cal.valid_date(year, month, dom) if year is not None else cal.recent_date(today, month, dom)
+            if d is not None:
+                day(m, d, "date", year_given=year is not None, month=month, dom=dom)
+        else:
+            if year is None:
+                year = cal.recent_month(today, month)
+            rng(m, cal.month_range(tz, year, month), "month")
+
+    for m in _RX["year"].finditer(text):
+        year = _year_of(m, today)
+        if year is not None and 1900 <= year <= 2200:
+            rng(m, cal.year_range(tz, year), "year")
+
+    for m in _RX["festival"].finditer(text):
+        word = m.group("f")
+        if word in ("元宵",) and text[max(0, m.start() - 1) : m.start()] == "吃":
+            continue
+        key = _FESTIVALS[word]
+        year = _year_of(m, today)
+        try:
+            d = festival_date(key, today, year=year)
+        except (ValueError, IndexError):
+            continue
+        hol = m.group("hol")
+        if hol and key in _HOLIDAY_WEEKS:
+            length = _HOLIDAY_WEEKS[key]
+            rng(m, cal.days_range(tz, d, d + timedelta(days=length - 1)), "holiday")
+        elif hol:
+            # Other festivals' breaks vary by year; the festival day is the anchor.
+            rng(m, cal.day_range(tz, d), "festival")
+        else:
+            day(m, d, "festival")
+
+    for m in _RX["daynum"].finditer(text):
+        dom = cn_int(m.group("d"))
+        if dom is None or not 1 <= dom <= 31:
+            continue
+        # 3日 alone reads as "three days" too often; only 号 and digit+日 stand alone.
+        alone = m.group("suf") == "号" or m.group("d").isdigit()
+        out.append(Atom(m.start(), m.end(), "daynum", day=cal.recent_day_of_month(today, dom),
+                        dom=dom, alone_ok=alone, kind_name="day_of_month"))
+
+    for m in _RX["part"].finditer(text):
+        out.append(Atom(m.start(), m.end(), "part", part=_PART_WORDS[m.group()], kind_name="part"))
+
+    for m in _RX["clock"].finditer(text):
+        if m.group("hh"):
+            h = int(m.group("hh"))
+            ok = int(m.group("mm")) < 60
+        else:
+            h_ = cn_int(m.group("h"))
+            h, ok = (h_ or 0), h_ is not None
+        if ok and 0 <= h <= 24:
+            # A bare "三点" is as often "three points" as 3 o'clock: only with a day/part.
+            out.append(Atom(m.start(), m.end(), "clock", hour=h % 24, alone_ok=False, kind_name="clock"))
+    return out
+
+
+def _near_not_recent(text: str, pos: int) -> bool:
+    # 离我家最近的 = "nearest", not "recently".
+    return "离" in text[max(0, pos - 8) : pos] or "距" in text[max(0, pos - 8) : pos]
+
+
+def parse(text: str, now: datetime) -> list[Hit]:
+    assert now.tzinfo is not None
+    return compose(atoms(text, now), text, now.tzinfo, now.date(), "zh", _GAP, _CONNECTOR, _RANGE_PREFIX)

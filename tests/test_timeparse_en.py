@@ -1,0 +1,332 @@
+"""English time expressions: table-driven, gold values from calendar arithmetic.
+
+Expected ranges are written by hand (helpers below only build datetimes for a
+stated calendar day / week / month); they never call the parser's helpers.
+Calendar facts used: 2026-03-18 is a Wednesday; 2026-01-01 a Thursday;
+2028-02-29 a Tuesday; 2026-06-01 a Monday; US DST 2026 starts 03-08, ends 11-01.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from engine.timeparse import TimeExpressionError, parse_time_ranges
+
+SH = ZoneInfo("Asia/Shanghai")
+NY = ZoneInfo("America/New_York")
+
+
+def _dt(d: date, tz: ZoneInfo, h: int = 0) -> datetime:
+    d = d + timedelta(days=h // 24)
+    return datetime(d.year, d.month, d.day, h % 24, tzinfo=tz)
+
+
+def day(y: int, m: int, d: int, tz: ZoneInfo = SH) -> tuple[datetime, datetime]:
+    return _dt(date(y, m, d), tz), _dt(date(y, m, d) + timedelta(days=1), tz)
+
+
+def days(y: int, m: int, d: int, y2: int, m2: int, d2: int, tz: ZoneInfo = SH) -> tuple[datetime, datetime]:
+    return _dt(date(y, m, d), tz), _dt(date(y2, m2, d2) + timedelta(days=1), tz)
+
+
+def hours(y: int, m: int, d: int, h0: int, h1: int, tz: ZoneInfo = SH) -> tuple[datetime, datetime]:
+    return _dt(date(y, m, d), tz, h0), _dt(date(y, m, d), tz, h1)
+
+
+def week(y: int, m: int, d: int, tz: ZoneInfo = SH) -> tuple[datetime, datetime]:
+    assert date(y, m, d).weekday() == 0, "weeks are given by their Monday"
+    return _dt(date(y, m, d), tz), _dt(date(y, m, d) + timedelta(days=7), tz)
+
+
+def month(y: int, m: int, tz: ZoneInfo = SH) -> tuple[datetime, datetime]:
+    ny, nm = (y + 1, 1) if m == 12 else (y, m + 1)
+    return datetime(y, m, 1, tzinfo=tz), datetime(ny, nm, 1, tzinfo=tz)
+
+
+def year(y: int, tz: ZoneInfo = SH) -> tuple[datetime, datetime]:
+    return datetime(y, 1, 1, tzinfo=tz), datetime(y + 1, 1, 1, tzinfo=tz)
+
+
+def back(now: datetime, **kw: float) -> tuple[datetime, datetime]:
+    """[now - delta, now) in absolute (UTC) time."""
+    return (now.astimezone(timezone.utc) - timedelta(**kw)).astimezone(now.tzinfo), now
+
+
+WED = datetime(2026, 3, 18, 14, 30, tzinfo=SH)      # Wednesday afternoon
+MON = datetime(2026, 3, 16, 9, 0, tzinfo=SH)        # Monday
+SUN = datetime(2026, 3, 22, 21, 0, tzinfo=SH)       # Sunday night
+NEWYEAR = datetime(2026, 1, 1, 0, 5, tzinfo=SH)     # just after midnight, year boundary
+LEAP = datetime(2028, 2, 29, 10, 0, tzinfo=SH)      # leap day (Tuesday)
+AFTER_LEAP = datetime(2028, 3, 1, 0, 10, tzinfo=SH)
+JUNE1 = datetime(2026, 6, 1, 0, 1, tzinfo=SH)       # Monday, month start, after midnight
+DST_ON = datetime(2026, 3, 9, 10, 0, tzinfo=NY)     # day after spring-forward
+DST_OFF = datetime(2026, 11, 2, 10, 0, tzinfo=NY)   # day after fall-back
+
+C = pytest.param
+WED_NY = datetime(2026, 3, 18, 14, 30, tzinfo=NY)
+NEWYEAR_NY = datetime(2026, 1, 1, 0, 5, tzinfo=NY)
+LEAP_NY = datetime(2028, 2, 29, 10, 0, tzinfo=NY)
+AFTER_LEAP_NY = datetime(2028, 3, 1, 0, 10, tzinfo=NY)
+DST_DAY = datetime(2026, 3, 8, 12, 0, tzinfo=NY)  # the 23-hour day itself
+
+CASES = [
+    # --- relative days and parts ---
+    C(WED, "today", [("today", day(2026, 3, 18))], id="today"),
+    C(WED, "yesterday", [("yesterday", day(2026, 3, 17))], id="yesterday"),
+    C(WED, "the day before yesterday", [("day before yesterday", day(2026, 3, 16))], id="the-day-before-yesterday"),
+    C(WED, "day before yesterday", [("day before yesterday", day(2026, 3, 16))], id="day-before-yesterday"),
+    C(WED, "tomorrow", [("tomorrow", day(2026, 3, 19))], id="tomorrow"),
+    C(WED, "the day after tomorrow", [("day after tomorrow", day(2026, 3, 20))], id="day-after-tomorrow"),
+    C(WED, "What did we talk about yesterday?", [("yesterday", day(2026, 3, 17))], id="sentence-yesterday"),
+    C(WED, "Yesterday was fun", [("Yesterday", day(2026, 3, 17))], id="capital-Yesterday"),
+    C(WED, "tonight", [("tonight", hours(2026, 3, 18, 18, 24))], id="tonight"),
+    C(WED, "last night", [("last night", hours(2026, 3, 17, 18, 24))], id="last-night"),
+    C(WED, "this morning", [("this morning", hours(2026, 3, 18, 5, 12))], id="this-morning"),
+    C(WED, "this afternoon", [("this afternoon", hours(2026, 3, 18, 12, 18))], id="this-afternoon"),
+    C(WED, "this evening", [("this evening", hours(2026, 3, 18, 18, 24))], id="this-evening"),
+    C(WED, "yesterday morning", [("yesterday morning", hours(2026, 3, 17, 5, 12))], id="yesterday-morning"),
+    C(WED, "yesterday afternoon", [("yesterday afternoon", hours(2026, 3, 17, 12, 18))], id="yesterday-afternoon"),
+    C(WED, "yesterday evening", [("yesterday evening", hours(2026, 3, 17, 18, 24))], id="yesterday-evening"),
+    C(WED, "tomorrow morning", [("tomorrow morning", hours(2026, 3, 19, 5, 12))], id="tomorrow-morning"),
+    C(WED, "Monday night", [("Monday night", hours(2026, 3, 16, 18, 24))], id="monday-night"),
+    C(WED, "on Tuesday afternoon", [("Tuesday afternoon", hours(2026, 3, 17, 12, 18))], id="on-tuesday-afternoon"),
+    C(WED, "yesterday in the afternoon", [("yesterday", hours(2026, 3, 17, 12, 18))], id="yesterday-in-the-afternoon"),
+    C(WED, "yesterday at noon", [("yesterday", hours(2026, 3, 17, 11, 13))], id="yesterday-at-noon"),
+    # --- clock ---
+    C(WED, "at 3pm yesterday", [("3pm yesterday", hours(2026, 3, 17, 15, 16))], id="at-3pm-yesterday"),
+    C(WED, "yesterday at 3pm", [("yesterday at 3pm", hours(2026, 3, 17, 15, 16))], id="yesterday-at-3pm"),
+    C(WED, "yesterday at 3:30 pm", [("yesterday", hours(2026, 3, 17, 15, 16))], id="yesterday-at-3:30pm"),
+    C(WED, "at 9am", [("9am", hours(2026, 3, 18, 9, 10))], id="at-9am-today"),
+    C(WED, "at 15:00", [("15:00", hours(2026, 3, 18, 15, 16))], id="at-15:00"),
+    C(WED, "last Friday at 8 p.m.", [("last Friday", hours(2026, 3, 13, 20, 21))], id="last-friday-8pm"),
+    C(WED, "yesterday at 12am", [("yesterday", hours(2026, 3, 17, 0, 1))], id="12am-is-midnight"),
+    C(WED, "yesterday at 12pm", [("yesterday", hours(2026, 3, 17, 12, 13))], id="12pm-is-noon"),
+    # --- weeks ---
+    C(WED, "last week", [("last week", week(2026, 3, 9))], id="last-week"),
+    C(WED, "this week", [("this week", week(2026, 3, 16))], id="this-week"),
+    C(WED, "next week", [("next week", week(2026, 3, 23))], id="next-week"),
+    C(WED, "the week before last", [("week before last", week(2026, 3, 2))], id="week-before-last"),
+    C(WED, "the previous week", [("previous week", week(2026, 3, 9))], id="previous-week"),
+    C(WED, "earlier this week", [("this week", week(2026, 3, 16))], id="earlier-this-week"),
+    # --- weekends ---
+    C(WED, "last weekend", [("last weekend", days(2026, 3, 14, 2026, 3, 15))], id="last-weekend"),
+    C(WED, "this weekend", [("this weekend", days(2026, 3, 21, 2026, 3, 22))], id="this-weekend"),
+    C(WED, "the weekend", [("weekend", days(2026, 3, 14, 2026, 3, 15))], id="the-weekend"),
+    C(WED, "over the weekend", [("weekend", days(2026, 3, 14, 2026, 3, 15))], id="over-the-weekend"),
+    C(WED, "the weekend before last", [("weekend before last", days(2026, 3, 7, 2026, 3, 8))], id="weekend-before-last"),
+    C(WED, "How was your weekend?", [("weekend", days(2026, 3, 14, 2026, 3, 15))], id="your-weekend"),
+    # --- weekdays ---
+    C(WED, "last Wednesday", [("last Wednesday", day(2026, 3, 11))], id="last-wednesday-is-a-week-ago"),
+    C(WED, "on Wednesday", [("Wednesday", day(2026, 3, 18))], id="on-wednesday-today"),
+    C(WED, "Wednesday", [("Wednesday", day(2026, 3, 18))], id="bare-wednesday-today"),
+    C(WED, "this Wednesday", [("this Wednesday", day(2026, 3, 18))], id="this-wednesday"),
+    C(WED, "next Wednesday", [("next Wednesday", day(2026, 3, 25))], id="next-wednesday"),
+    C(WED, "last Monday", [("last Monday", day(2026, 3, 16))], id="last-monday"),
+    C(WED, "Monday", [("Monday", day(2026, 3, 16))], id="bare-monday"),
+    C(WED, "on Friday", [("Friday", day(2026, 3, 13))], id="on-friday"),
+    C(WED, "this Friday", [("this Friday", day(2026, 3, 20))], id="this-friday"),
+    C(WED, "last Sunday", [("last Sunday", day(2026, 3, 15))], id="last-sunday"),
+    C(WED, "Sunday", [("Sunday", day(2026, 3, 15))], id="bare-sunday"),
+    C(WED, "on Sat", [("Sat", day(2026, 3, 14))], id="on-sat"),
+    C(WED, "last Thurs", [("last Thurs", day(2026, 3, 12))], id="last-thurs"),
+    C(WED, "wednesday last week", [("wednesday last week", day(2026, 3, 11))], id="wednesday-last-week"),
+    C(WED, "friday of last week", [("friday of last week", day(2026, 3, 13))], id="friday-of-last-week"),
+    C(WED, "on Thursday", [("Thursday", day(2026, 3, 12))], id="on-thursday"),
+    # --- months and years ---
+    C(WED, "last month", [("last month", month(2026, 2))], id="last-month"),
+    C(WED, "this month", [("this month", month(2026, 3))], id="this-month"),
+    C(WED, "next month", [("next month", month(2026, 4))], id="next-month"),
+    C(WED, "the month before last", [("month before last", month(2026, 1))], id="month-before-last"),
+    C(WED, "last year", [("last year", year(2025))], id="last-year"),
+    C(WED, "this year", [("this year", year(2026))], id="this-year"),
+    C(WED, "the year before last", [("year before last", year(2024))], id="year-before-last"),
+    C(WED, "in 2024", [("2024", year(2024))], id="in-2024"),
+    C(WED, "in April", [("April", month(2025, 4))], id="in-april"),
+    C(WED, "April", [("April", month(2025, 4))], id="bare-april"),
+    C(WED, "in March", [("March", month(2026, 3))], id="in-march-current"),
+    C(WED, "in May", [("May", month(2025, 5))], id="in-may"),
+    C(WED, "April 2025", [("April 2025", month(2025, 4))], id="april-2025"),
+    C(WED, "December", [("December", month(2025, 12))], id="december"),
+    C(WED, "in Dec", [("Dec", month(2025, 12))], id="in-dec"),
+    C(WED, "last April", [("last April", month(2025, 4))], id="last-april"),
+    C(WED, "last February", [("last February", month(2026, 2))], id="last-february"),
+    C(WED, "this April", [("this April", month(2026, 4))], id="this-april"),
+    C(WED, "back in September", [("September", month(2025, 9))], id="back-in-september"),
+    C(WED, "We met in early June", [("June", month(2025, 6))], id="early-june"),
+    # --- explicit dates ---
+    C(WED, "May 3", [("May 3", day(2025, 5, 3))], id="may-3"),
+    C(WED, "May 3rd", [("May 3rd", day(2025, 5, 3))], id="may-3rd"),
+    C(WED, "May 3, 2025", [("May 3, 2025", day(2025, 5, 3))], id="may-3-2025"),
+    C(WED, "3 May", [("3 May", day(2025, 5, 3))], id="3-may"),
+    C(WED, "the 3rd of May", [("3rd of May", day(2025, 5, 3))], id="3rd-of-may"),
+    C(WED, "March 18", [("March 18", day(2026, 3, 18))], id="march-18-today"),
+    C(WED, "March 19", [("March 19", day(2025, 3, 19))], id="march-19-last-year"),
+    C(WED, "Dec 25", [("Dec 25", day(2025, 12, 25))], id="dec-25"),
+    C(WED, "Sept. 9th", [("Sept. 9th", day(2025, 9, 9))], id="sept-9th"),
+    C(WED, "2025-05-03", [("2025-05-03", day(2025, 5, 3))], id="iso"),
+    C(WED, "2025/5/3", [("2025/5/3", day(2025, 5, 3))], id="ymd-slash"),
+    C(WED, "5/3", [("5/3", day(2025, 5, 3))], id="m/d"),
+    C(WED, "on 3/17", [("3/17", day(2026, 3, 17))], id="m/d-this-year"),
+    C(WED, "12/25/2024", [("12/25/2024", day(2024, 12, 25))], id="m/d/y"),
+    C(WED, "on the 3rd", [("the 3rd", day(2026, 3, 3))], id="on-the-3rd"),
+    C(WED, "on the 20th", [("the 20th", day(2026, 2, 20))], id="on-the-20th-previous-month"),
+    # --- explicit ranges ---
+    C(WED, "from May 1 to May 3", [("May 1 to May 3", days(2025, 5, 1, 2025, 5, 3))], id="from-may1-to-may3"),
+    C(WED, "between May 1 and 3", [("May 1 and 3", days(2025, 5, 1, 2025, 5, 3))], id="between-may1-and-3"),
+    C(WED, "May 1-3", [("May 1-3", days(2025, 5, 1, 2025, 5, 3))], id="may-1-3"),
+    C(WED, "May 28 - June 2", [("May 28 - June 2", days(2025, 5, 28, 2025, 6, 2))], id="may28-june2"),
+    C(WED, "from Monday to Wednesday", [("Monday to Wednesday", days(2026, 3, 16, 2026, 3, 18))], id="monday-to-wednesday"),
+    C(WED, "March 1-5", [("March 1-5", days(2026, 3, 1, 2026, 3, 5))], id="march-1-5"),
+    C(WED, "from March 10 to March 12", [("March 10 to March 12", days(2026, 3, 10, 2026, 3, 12))], id="march10-to-12"),
+    C(WED, "between March 2 and March 4", [("March 2 and March 4", days(2026, 3, 2, 2026, 3, 4))], id="between-march2-and-march4"),
+    # --- rolling windows ---
+    C(WED, "past 3 days", [("past 3 days", back(WED, days=3))], id="past-3-days"),
+    C(WED, "the last 3 days", [("last 3 days", back(WED, days=3))], id="the-last-3-days"),
+    C(WED, "in the past 3 days", [("past 3 days", back(WED, days=3))], id="in-the-past-3-days"),
+    C(WED, "last 5 days", [("last 5 days", back(WED, days=5))], id="last-5-days"),
+    C(WED, "in the past 24 hours", [("past 24 hours", back(WED, hours=24))], id="past-24-hours"),
+    C(WED, "the past week", [("past week", back(WED, days=7))], id="the-past-week-rolling"),
+    C(WED, "over the past two weeks", [("past two weeks", back(WED, weeks=2))], id="past-two-weeks"),
+    C(WED, "the last few days", [("last few days", back(WED, days=3))], id="last-few-days"),
+    C(WED, "the past couple of days", [("past couple of days", back(WED, days=2))], id="past-couple-of-days"),
+    C(WED, "recently", [("recently", back(WED, days=7))], id="recently"),
+    C(WED, "lately", [("lately", back(WED, days=7))], id="lately"),
+    C(WED, "the past month", [("past month", (datetime(2026, 2, 18, 14, 30, tzinfo=SH), WED))], id="past-month"),
+    # --- N units ago / ahead ---
+    C(WED, "3 days ago", [("3 days ago", day(2026, 3, 15))], id="3-days-ago"),
+    C(WED, "three days ago", [("three days ago", day(2026, 3, 15))], id="three-days-ago"),
+    C(WED, "a day ago", [("a day ago", day(2026, 3, 17))], id="a-day-ago"),
+    C(WED, "ten days ago", [("ten days ago", day(2026, 3, 8))], id="ten-days-ago"),
+    C(WED, "2 weeks ago", [("2 weeks ago", week(2026, 3, 2))], id="2-weeks-ago"),
+    C(WED, "a week ago", [("a week ago", week(2026, 3, 9))], id="a-week-ago"),
+    C(WED, "two months ago", [("two months ago", month(2026, 1))], id="two-months-ago"),
+    C(WED, "a month ago", [("a month ago", month(2026, 2))], id="a-month-ago"),
+    C(WED, "a year ago", [("a year ago", year(2025))], id="a-year-ago"),
+    C(WED, "2 years ago", [("2 years ago", year(2024))], id="2-years-ago"),
+    C(WED, "a few days ago", [("a few days ago", days(2026, 3, 11, 2026, 3, 17))], id="a-few-days-ago"),
+    C(WED, "the other day", [("the other day", days(2026, 3, 11, 2026, 3, 17))], id="the-other-day"),
+    C(WED, "in 3 days", [("in 3 days", day(2026, 3, 21))], id="in-3-days"),
+    # --- festivals ---
+    C(WED, "Christmas", [("Christmas", day(2025, 12, 25))], id="christmas"),
+    C(WED, "on Christmas Eve", [("Christmas Eve", day(2025, 12, 24))], id="christmas-eve"),
+    C(WED, "last Christmas", [("last Christmas", day(2025, 12, 25))], id="last-christmas"),
+    C(WED, "Christmas 2024", [("Christmas 2024", day(2024, 12, 25))], id="christmas-2024"),
+    C(WED, "New Year's Day", [("New Year's Day", day(2026, 1, 1))], id="new-years-day"),
+    C(WED, "New Year's Eve", [("New Year's Eve", day(2025, 12, 31))], id="new-years-eve"),
+    C(WED, "Valentine's Day", [("Valentine's Day", day(2026, 2, 14))], id="valentines"),
+    C(WED, "Halloween", [("Halloween", day(2025, 10, 31))], id="halloween"),
+    C(WED, "Thanksgiving", [("Thanksgiving", day(2025, 11, 27))], id="thanksgiving"),
+    C(WED, "Easter", [("Easter", day(2025, 4, 20))], id="easter"),
+    C(WED, "Chinese New Year", [("Chinese New Year", day(2026, 2, 17))], id="chinese-new-year"),
+    C(WED, "Mother's Day", [("Mother's Day", day(2025, 5, 11))], id="mothers-day"),
+    C(WED, "Mid-Autumn Festival", [("Mid-Autumn Festival", day(2025, 10, 6))], id="mid-autumn"),
+    # --- several expressions ---
+    C(WED, "yesterday and the day before", [("yesterday", day(2026, 3, 17)), ("the day before", day(2026, 3, 16))],
+      id="yesterday-and-the-day-before"),
+    C(WED, "last Monday and last Tuesday", [("last Monday", day(2026, 3, 16)), ("last Tuesday", day(2026, 3, 17))],
+      id="two-weekdays"),
+    C(WED, "Monday or Tuesday", [("Monday", day(2026, 3, 16)), ("Tuesday", day(2026, 3, 17))], id="monday-or-tuesday"),
+    C(WED, "last week and this week", [("last week", week(2026, 3, 9)), ("this week", week(2026, 3, 16))],
+      id="last-week-and-this-week"),
+    C(WED, "today and yesterday", [("today", day(2026, 3, 18)), ("yesterday", day(2026, 3, 17))], id="today-and-yesterday"),
+    C(WED, "I may go tomorrow", [("tomorrow", day(2026, 3, 19))], id="may-modal-with-tomorrow"),
+    # --- must not fire ---
+    C(WED, "we should talk", [], id="neg-we"),
+    C(WED, "I may be late", [], id="neg-may-modal"),
+    C(WED, "May I ask something?", [], id="neg-May-sentence-start"),
+    C(WED, "they march on", [], id="neg-march-verb"),
+    C(WED, "She sat down", [], id="neg-sat"),
+    C(WED, "the sun is out", [], id="neg-sun"),
+    C(WED, "wait a second", [], id="neg-second"),
+    C(WED, "now", [], id="neg-now"),
+    C(WED, "right now I'm busy", [], id="neg-right-now"),
+    C(WED, "we went there", [], id="neg-we-went"),
+    C(WED, "every day", [], id="neg-every-day"),
+    C(WED, "three days", [], id="neg-three-days"),
+    C(WED, "Good morning!", [], id="neg-good-morning"),
+    C(WED, "I have 3 cats", [], id="neg-number"),
+    C(WED, "Mondays are hard", [], id="neg-plural-mondays"),
+    C(WED, "how are you doing", [], id="neg-chitchat"),
+    C(WED, "at least", [], id="neg-at-least"),
+    C(WED, "We'll meet on the 5th floor", [], id="neg-5th-floor"),
+    C(WED, "I'll be there at 3", [], id="neg-bare-at-3"),
+    # --- edge: year boundary (New York) ---
+    C(NEWYEAR_NY, "yesterday", [("yesterday", day(2025, 12, 31, NY))], id="newyear-yesterday"),
+    C(NEWYEAR_NY, "last week", [("last week", week(2025, 12, 22, NY))], id="newyear-last-week"),
+    C(NEWYEAR_NY, "this week", [("this week", week(2025, 12, 29, NY))], id="newyear-this-week"),
+    C(NEWYEAR_NY, "last month", [("last month", month(2025, 12, NY))], id="newyear-last-month"),
+    C(NEWYEAR_NY, "last year", [("last year", year(2025, NY))], id="newyear-last-year"),
+    C(NEWYEAR_NY, "Dec 25", [("Dec 25", day(2025, 12, 25, NY))], id="newyear-dec-25"),
+    C(NEWYEAR_NY, "Christmas", [("Christmas", day(2025, 12, 25, NY))], id="newyear-christmas"),
+    C(NEWYEAR_NY, "New Year's Day", [("New Year's Day", day(2026, 1, 1, NY))], id="newyear-new-years-day"),
+    C(NEWYEAR_NY, "in December", [("December", month(2025, 12, NY))], id="newyear-december"),
+    C(NEWYEAR_NY, "January", [("January", month(2026, 1, NY))], id="newyear-january"),
+    C(NEWYEAR, "yesterday", [("yesterday", day(2025, 12, 31))], id="newyear-sh-yesterday"),
+    C(NEWYEAR, "last month", [("last month", month(2025, 12))], id="newyear-sh-last-month"),
+    # --- edge: leap day ---
+    C(LEAP_NY, "yesterday", [("yesterday", day(2028, 2, 28, NY))], id="leap-yesterday"),
+    C(LEAP_NY, "Feb 29", [("Feb 29", day(2028, 2, 29, NY))], id="leap-feb-29"),
+    C(LEAP_NY, "last month", [("last month", month(2028, 1, NY))], id="leap-last-month"),
+    C(LEAP_NY, "this week", [("this week", week(2028, 2, 28, NY))], id="leap-this-week"),
+    C(LEAP_NY, "last Tuesday", [("last Tuesday", day(2028, 2, 22, NY))], id="leap-last-tuesday"),
+    C(AFTER_LEAP_NY, "yesterday", [("yesterday", day(2028, 2, 29, NY))], id="after-leap-yesterday"),
+    C(AFTER_LEAP_NY, "last month", [("last month", month(2028, 2, NY))], id="after-leap-last-month"),
+    C(AFTER_LEAP_NY, "February 29", [("February 29", day(2028, 2, 29, NY))], id="after-leap-february-29"),
+    C(AFTER_LEAP_NY, "the day before yesterday", [("day before yesterday", day(2028, 2, 28, NY))], id="after-leap-dby"),
+    # --- edge: Monday / Sunday ---
+    C(MON, "last week", [("last week", week(2026, 3, 9))], id="mon-last-week"),
+    C(MON, "on Monday", [("Monday", day(2026, 3, 16))], id="mon-on-monday-today"),
+    C(MON, "last Monday", [("last Monday", day(2026, 3, 9))], id="mon-last-monday"),
+    C(MON, "this weekend", [("this weekend", days(2026, 3, 21, 2026, 3, 22))], id="mon-this-weekend"),
+    C(MON, "the weekend", [("weekend", days(2026, 3, 14, 2026, 3, 15))], id="mon-the-weekend"),
+    C(MON, "last weekend", [("last weekend", days(2026, 3, 14, 2026, 3, 15))], id="mon-last-weekend"),
+    C(SUN, "last week", [("last week", week(2026, 3, 9))], id="sun-last-week"),
+    C(SUN, "this week", [("this week", week(2026, 3, 16))], id="sun-this-week"),
+    C(SUN, "the weekend", [("weekend", days(2026, 3, 21, 2026, 3, 22))], id="sun-the-weekend-current"),
+    C(SUN, "last weekend", [("last weekend", days(2026, 3, 14, 2026, 3, 15))], id="sun-last-weekend"),
+    C(SUN, "Sunday", [("Sunday", day(2026, 3, 22))], id="sun-sunday-today"),
+    C(SUN, "last Sunday", [("last Sunday", day(2026, 3, 15))], id="sun-last-sunday"),
+    C(SUN, "this Sunday", [("this Sunday", day(2026, 3, 22))], id="sun-this-sunday"),
+    C(SUN, "last night", [("last night", hours(2026, 3, 21, 18, 24))], id="sun-last-night"),
+    C(SUN, "tonight", [("tonight", hours(2026, 3, 22, 18, 24))], id="sun-tonight"),
+    # --- edge: DST in New York ---
+    C(DST_ON, "yesterday", [("yesterday", day(2026, 3, 8, NY))], id="dst-on-yesterday"),
+    C(DST_ON, "last week", [("last week", week(2026, 3, 2, NY))], id="dst-on-last-week"),
+    C(DST_ON, "past 24 hours", [("past 24 hours", (datetime(2026, 3, 8, 10, 0, tzinfo=NY), DST_ON))], id="dst-on-past-24h"),
+    C(DST_ON, "past 3 days", [("past 3 days", (datetime(2026, 3, 6, 9, 0, tzinfo=NY), DST_ON))], id="dst-on-past-3-days"),
+    C(DST_ON, "last night", [("last night", hours(2026, 3, 8, 18, 24, NY))], id="dst-on-last-night"),
+    C(DST_DAY, "today", [("today", day(2026, 3, 8, NY))], id="dst-day-today"),
+    C(DST_DAY, "this morning", [("this morning", hours(2026, 3, 8, 5, 12, NY))], id="dst-day-this-morning"),
+    C(DST_OFF, "yesterday", [("yesterday", day(2026, 11, 1, NY))], id="dst-off-yesterday"),
+    C(DST_OFF, "past 3 days", [("past 3 days", (datetime(2026, 10, 30, 11, 0, tzinfo=NY), DST_OFF))], id="dst-off-past-3-days"),
+    C(DST_OFF, "past 24 hours", [("past 24 hours", (datetime(2026, 11, 1, 10, 0, tzinfo=NY), DST_OFF))], id="dst-off-past-24h"),
+    C(DST_OFF, "last weekend", [("last weekend", days(2026, 10, 31, 2026, 11, 1, NY))], id="dst-off-last-weekend"),
+    C(DST_OFF, "Halloween", [("Halloween", day(2026, 10, 31, NY))], id="dst-off-halloween"),
+    C(WED_NY, "yesterday", [("yesterday", day(2026, 3, 17, NY))], id="ny-yesterday"),
+]
+
+
+@pytest.mark.parametrize("now, text, expected", CASES)
+def test_en(now: datetime, text: str, expected: list[tuple[str, tuple[datetime, datetime]]]) -> None:
+    got = parse_time_ranges(text, now=now)
+    assert [(g.start, g.end) for g in got] == [rng for _, rng in expected], [
+        (g.text, g.start.isoformat(), g.end.isoformat()) for g in got
+    ]
+    for g, (frag, _) in zip(got, expected):
+        assert frag.lower() in g.text.lower() or g.text.lower() in frag.lower(), (g.text, frag)
+        assert text[g.span[0] : g.span[1]] == g.text
+
+
+def test_dst_lengths() -> None:
+    (got,) = parse_time_ranges("today", now=DST_DAY)
+    assert got.end.astimezone(timezone.utc) - got.start.astimezone(timezone.utc) == timedelta(hours=23)
+    (got,) = parse_time_ranges("last weekend", now=DST_OFF)
+    assert got.end.astimezone(timezone.utc) - got.start.astimezone(timezone.utc) == timedelta(hours=49)
+
+
+def test_naive_now_raises() -> None:
+    with pytest.raises(TimeExpressionError):
+        parse_time_ranges("yesterday", now=datetime(2026, 3, 18, 12, 0))

@@ -1,0 +1,381 @@
+"""Chinese time expressions: table-driven, gold values from calendar arithmetic.
+
+Expected ranges are written by hand (helpers below only build datetimes for a
+stated calendar day / week / month); they never call the parser's helpers.
+Calendar facts used: 2026-03-18 is a Wednesday; 2026-01-01 a Thursday;
+2028-02-29 a Tuesday; 2026-06-01 a Monday; US DST 2026 starts 03-08, ends 11-01.
+Lunar facts: 春节 2025-01-29, 2026-02-17, 2028-01-26; 中秋 2025-10-06;
+端午 2025-05-31; 元宵 2026-03-03; 七夕 2025-08-29.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from engine.timeparse import TimeExpressionError, parse_time_ranges
+
+SH = ZoneInfo("Asia/Shanghai")
+NY = ZoneInfo("America/New_York")
+
+
+def _dt(d: date, tz: ZoneInfo, h: int = 0) -> datetime:
+    d = d + timedelta(days=h // 24)
+    return datetime(d.year, d.month, d.day, h % 24, tzinfo=tz)
+
+
+def day(y: int, m: int, d: int, tz: ZoneInfo = SH) -> tuple[datetime, datetime]:
+    return _dt(date(y, m, d), tz), _dt(date(y, m, d) + timedelta(days=1), tz)
+
+
+def days(y: int, m: int, d: int, y2: int, m2: int, d2: int, tz: ZoneInfo = SH) -> tuple[datetime, datetime]:
+    return _dt(date(y, m, d), tz), _dt(date(y2, m2, d2) + timedelta(days=1), tz)
+
+
+def hours(y: int, m: int, d: int, h0: int, h1: int, tz: ZoneInfo = SH) -> tuple[datetime, datetime]:
+    return _dt(date(y, m, d), tz, h0), _dt(date(y, m, d), tz, h1)
+
+
+def week(y: int, m: int, d: int, tz: ZoneInfo = SH) -> tuple[datetime, datetime]:
+    assert date(y, m, d).weekday() == 0, "weeks are given by their Monday"
+    return _dt(date(y, m, d), tz), _dt(date(y, m, d) + timedelta(days=7), tz)
+
+
+def month(y: int, m: int, tz: ZoneInfo = SH) -> tuple[datetime, datetime]:
+    ny, nm = (y + 1, 1) if m == 12 else (y, m + 1)
+    return datetime(y, m, 1, tzinfo=tz), datetime(ny, nm, 1, tzinfo=tz)
+
+
+def year(y: int, tz: ZoneInfo = SH) -> tuple[datetime, datetime]:
+    return datetime(y, 1, 1, tzinfo=tz), datetime(y + 1, 1, 1, tzinfo=tz)
+
+
+def back(now: datetime, **kw: float) -> tuple[datetime, datetime]:
+    """[now - delta, now) in absolute (UTC) time."""
+    return (now.astimezone(timezone.utc) - timedelta(**kw)).astimezone(now.tzinfo), now
+
+
+WED = datetime(2026, 3, 18, 14, 30, tzinfo=SH)      # Wednesday afternoon
+MON = datetime(2026, 3, 16, 9, 0, tzinfo=SH)        # Monday
+SUN = datetime(2026, 3, 22, 21, 0, tzinfo=SH)       # Sunday night
+NEWYEAR = datetime(2026, 1, 1, 0, 5, tzinfo=SH)     # just after midnight, year boundary
+LEAP = datetime(2028, 2, 29, 10, 0, tzinfo=SH)      # leap day (Tuesday)
+AFTER_LEAP = datetime(2028, 3, 1, 0, 10, tzinfo=SH)
+JUNE1 = datetime(2026, 6, 1, 0, 1, tzinfo=SH)       # Monday, month start, after midnight
+DST_ON = datetime(2026, 3, 9, 10, 0, tzinfo=NY)     # day after spring-forward
+DST_OFF = datetime(2026, 11, 2, 10, 0, tzinfo=NY)   # day after fall-back
+
+C = pytest.param
+CASES = [
+    # --- relative days ---
+    C(WED, "今天", [("今天", day(2026, 3, 18))], id="今天"),
+    C(WED, "昨天", [("昨天", day(2026, 3, 17))], id="昨天"),
+    C(WED, "前天", [("前天", day(2026, 3, 16))], id="前天"),
+    C(WED, "大前天", [("大前天", day(2026, 3, 15))], id="大前天"),
+    C(WED, "明天", [("明天", day(2026, 3, 19))], id="明天"),
+    C(WED, "后天", [("后天", day(2026, 3, 20))], id="后天"),
+    C(WED, "大后天", [("大后天", day(2026, 3, 21))], id="大后天"),
+    C(WED, "昨日的事", [("昨日", day(2026, 3, 17))], id="昨日"),
+    C(WED, "今天天气真好", [("今天", day(2026, 3, 18))], id="今天天气真好"),
+    C(WED, "我昨天去了超市", [("昨天", day(2026, 3, 17))], id="sentence-昨天"),
+    C(WED, "你还记得前天我们聊了什么吗", [("前天", day(2026, 3, 16))], id="sentence-前天"),
+    # --- parts of day ---
+    C(WED, "昨晚", [("昨晚", hours(2026, 3, 17, 18, 24))], id="昨晚"),
+    C(WED, "昨天晚上", [("昨天晚上", hours(2026, 3, 17, 18, 24))], id="昨天晚上"),
+    C(WED, "昨天下午", [("昨天下午", hours(2026, 3, 17, 12, 18))], id="昨天下午"),
+    C(WED, "昨天上午", [("昨天上午", hours(2026, 3, 17, 5, 12))], id="昨天上午"),
+    C(WED, "昨天早上", [("昨天早上", hours(2026, 3, 17, 5, 12))], id="昨天早上"),
+    C(WED, "昨天早晨", [("昨天早晨", hours(2026, 3, 17, 5, 12))], id="昨天早晨"),
+    C(WED, "今天凌晨", [("今天凌晨", hours(2026, 3, 18, 0, 5))], id="今天凌晨"),
+    C(WED, "昨天中午", [("昨天中午", hours(2026, 3, 17, 11, 13))], id="昨天中午"),
+    C(WED, "今晚", [("今晚", hours(2026, 3, 18, 18, 24))], id="今晚"),
+    C(WED, "今早", [("今早", hours(2026, 3, 18, 5, 12))], id="今早"),
+    C(WED, "前天晚上", [("前天晚上", hours(2026, 3, 16, 18, 24))], id="前天晚上"),
+    C(WED, "昨天傍晚", [("昨天傍晚", hours(2026, 3, 17, 18, 24))], id="昨天傍晚"),
+    C(WED, "昨天的晚上", [("昨天的晚上", hours(2026, 3, 17, 18, 24))], id="昨天的晚上"),
+    C(WED, "上午说的", [("上午", hours(2026, 3, 18, 5, 12))], id="bare-上午"),
+    C(WED, "今天下午", [("今天下午", hours(2026, 3, 18, 12, 18))], id="今天下午"),
+    C(WED, "明天早上", [("明天早上", hours(2026, 3, 19, 5, 12))], id="明天早上"),
+    C(WED, "上周三晚上", [("上周三晚上", hours(2026, 3, 11, 18, 24))], id="上周三晚上"),
+    # --- clock times ---
+    C(WED, "昨天下午三点", [("昨天下午三点", hours(2026, 3, 17, 15, 16))], id="昨天下午三点"),
+    C(WED, "昨天下午3点半", [("昨天下午3点半", hours(2026, 3, 17, 15, 16))], id="昨天下午3点半"),
+    C(WED, "昨晚8点", [("昨晚8点", hours(2026, 3, 17, 20, 21))], id="昨晚8点"),
+    C(WED, "今天上午10点", [("今天上午10点", hours(2026, 3, 18, 10, 11))], id="今天上午10点"),
+    C(WED, "昨天15:30", [("昨天15:30", hours(2026, 3, 17, 15, 16))], id="昨天15:30"),
+    C(WED, "晚上九点", [("晚上九点", hours(2026, 3, 18, 21, 22))], id="晚上九点"),
+    C(WED, "昨天凌晨两点", [("昨天凌晨两点", hours(2026, 3, 17, 2, 3))], id="昨天凌晨两点"),
+    # --- weeks ---
+    C(WED, "上周", [("上周", week(2026, 3, 9))], id="上周"),
+    C(WED, "上星期", [("上星期", week(2026, 3, 9))], id="上星期"),
+    C(WED, "上礼拜", [("上礼拜", week(2026, 3, 9))], id="上礼拜"),
+    C(WED, "上个星期", [("上个星期", week(2026, 3, 9))], id="上个星期"),
+    C(WED, "上个礼拜", [("上个礼拜", week(2026, 3, 9))], id="上个礼拜"),
+    C(WED, "上上周", [("上上周", week(2026, 3, 2))], id="上上周"),
+    C(WED, "上上个星期", [("上上个星期", week(2026, 3, 2))], id="上上个星期"),
+    C(WED, "本周", [("本周", week(2026, 3, 16))], id="本周"),
+    C(WED, "这周", [("这周", week(2026, 3, 16))], id="这周"),
+    C(WED, "这个星期", [("这个星期", week(2026, 3, 16))], id="这个星期"),
+    C(WED, "下周", [("下周", week(2026, 3, 23))], id="下周"),
+    C(WED, "上周一直很忙", [("上周", week(2026, 3, 9))], id="上周一直-not-monday"),
+    C(WED, "这周三天都在加班", [("这周", week(2026, 3, 16))], id="这周三天-not-wednesday"),
+    # --- weekdays ---
+    C(WED, "上周三", [("上周三", day(2026, 3, 11))], id="上周三"),
+    C(WED, "上星期三", [("上星期三", day(2026, 3, 11))], id="上星期三"),
+    C(WED, "上礼拜三", [("上礼拜三", day(2026, 3, 11))], id="上礼拜三"),
+    C(WED, "上周日", [("上周日", day(2026, 3, 15))], id="上周日"),
+    C(WED, "上周一", [("上周一", day(2026, 3, 9))], id="上周一"),
+    C(WED, "上个星期天", [("上个星期天", day(2026, 3, 15))], id="上个星期天"),
+    C(WED, "这周三", [("这周三", day(2026, 3, 18))], id="这周三"),
+    C(WED, "本周三", [("本周三", day(2026, 3, 18))], id="本周三"),
+    C(WED, "本周五", [("本周五", day(2026, 3, 20))], id="本周五-future"),
+    C(WED, "下周一", [("下周一", day(2026, 3, 23))], id="下周一"),
+    C(WED, "周三", [("周三", day(2026, 3, 18))], id="bare-周三-today"),
+    C(WED, "星期一", [("星期一", day(2026, 3, 16))], id="bare-星期一"),
+    C(WED, "礼拜天", [("礼拜天", day(2026, 3, 15))], id="bare-礼拜天"),
+    C(WED, "周五", [("周五", day(2026, 3, 13))], id="bare-周五-last-week"),
+    C(WED, "星期六", [("星期六", day(2026, 3, 14))], id="bare-星期六"),
+    C(WED, "礼拜三", [("礼拜三", day(2026, 3, 18))], id="bare-礼拜三"),
+    C(WED, "周四下午", [("周四下午", hours(2026, 3, 12, 12, 18))], id="bare-周四下午"),
+    # --- weekends ---
+    C(WED, "上周末", [("上周末", days(2026, 3, 14, 2026, 3, 15))], id="上周末"),
+    C(WED, "上个周末", [("上个周末", days(2026, 3, 14, 2026, 3, 15))], id="上个周末"),
+    C(WED, "这周末", [("这周末", days(2026, 3, 21, 2026, 3, 22))], id="这周末"),
+    C(WED, "本周末", [("本周末", days(2026, 3, 21, 2026, 3, 22))], id="本周末"),
+    C(WED, "周末", [("周末", days(2026, 3, 14, 2026, 3, 15))], id="bare-周末-midweek"),
+    C(WED, "上上周末", [("上上周末", days(2026, 3, 7, 2026, 3, 8))], id="上上周末"),
+    # --- months ---
+    C(WED, "上个月", [("上个月", month(2026, 2))], id="上个月"),
+    C(WED, "上月", [("上月", month(2026, 2))], id="上月"),
+    C(WED, "本月", [("本月", month(2026, 3))], id="本月"),
+    C(WED, "这个月", [("这个月", month(2026, 3))], id="这个月"),
+    C(WED, "上上个月", [("上上个月", month(2026, 1))], id="上上个月"),
+    C(WED, "下个月", [("下个月", month(2026, 4))], id="下个月"),
+    C(WED, "4月份", [("4月份", month(2025, 4))], id="4月份"),
+    C(WED, "四月", [("四月", month(2025, 4))], id="四月"),
+    C(WED, "4月", [("4月", month(2025, 4))], id="4月"),
+    C(WED, "3月", [("3月", month(2026, 3))], id="3月-current"),
+    C(WED, "十二月", [("十二月", month(2025, 12))], id="十二月"),
+    C(WED, "二月份", [("二月份", month(2026, 2))], id="二月份"),
+    C(WED, "2025年4月", [("2025年4月", month(2025, 4))], id="2025年4月"),
+    C(WED, "去年4月", [("去年4月", month(2025, 4))], id="去年4月"),
+    C(WED, "去年的十月", [("去年的十月", month(2025, 10))], id="去年的十月"),
+    C(WED, "今年1月", [("今年1月", month(2026, 1))], id="今年1月"),
+    # --- years ---
+    C(WED, "去年", [("去年", year(2025))], id="去年"),
+    C(WED, "前年", [("前年", year(2024))], id="前年"),
+    C(WED, "今年", [("今年", year(2026))], id="今年"),
+    C(WED, "大前年", [("大前年", year(2023))], id="大前年"),
+    C(WED, "2024年", [("2024年", year(2024))], id="2024年"),
+    # --- explicit dates ---
+    C(WED, "5月3日", [("5月3日", day(2025, 5, 3))], id="5月3日"),
+    C(WED, "5月3号", [("5月3号", day(2025, 5, 3))], id="5月3号"),
+    C(WED, "3月18日", [("3月18日", day(2026, 3, 18))], id="3月18日-today"),
+    C(WED, "3月19日", [("3月19日", day(2025, 3, 19))], id="3月19日-tomorrow-is-last-year"),
+    C(WED, "2025年5月3日", [("2025年5月3日", day(2025, 5, 3))], id="2025年5月3日"),
+    C(WED, "二〇二五年五月三日", [("二〇二五年五月三日", day(2025, 5, 3))], id="二〇二五年五月三日"),
+    C(WED, "三月五号", [("三月五号", day(2026, 3, 5))], id="三月五号"),
+    C(WED, "十二月二十五日", [("十二月二十五日", day(2025, 12, 25))], id="十二月二十五日"),
+    C(WED, "去年12月31号", [("去年12月31号", day(2025, 12, 31))], id="去年12月31号"),
+    C(WED, "15号那天", [("15号", day(2026, 3, 15))], id="15号"),
+    C(WED, "20号", [("20号", day(2026, 2, 20))], id="20号-previous-month"),
+    C(WED, "2025-05-03", [("2025-05-03", day(2025, 5, 3))], id="iso-date"),
+    C(WED, "2025/5/3", [("2025/5/3", day(2025, 5, 3))], id="slash-date"),
+    # --- explicit ranges ---
+    C(WED, "5月1日到5月3日", [("5月1日到5月3日", days(2025, 5, 1, 2025, 5, 3))], id="5月1日到5月3日"),
+    C(WED, "5月1日至3日", [("5月1日至3日", days(2025, 5, 1, 2025, 5, 3))], id="5月1日至3日"),
+    C(WED, "4月28日至30日", [("4月28日至30日", days(2025, 4, 28, 2025, 4, 30))], id="4月28日至30日"),
+    C(WED, "4月28号到5月2号", [("4月28号到5月2号", days(2025, 4, 28, 2025, 5, 2))], id="4月28号到5月2号"),
+    C(WED, "从周一到周三", [("周一到周三", days(2026, 3, 16, 2026, 3, 18))], id="从周一到周三"),
+    C(WED, "3月1日到3月5日", [("3月1日到3月5日", days(2026, 3, 1, 2026, 3, 5))], id="3月1日到3月5日"),
+    C(WED, "从前天到今天", [("前天到今天", days(2026, 3, 16, 2026, 3, 18))], id="从前天到今天"),
+    C(WED, "上周一到上周三", [("上周一到上周三", days(2026, 3, 9, 2026, 3, 11))], id="上周一到上周三"),
+    # --- rolling windows ---
+    C(WED, "最近3天", [("最近3天", back(WED, days=3))], id="最近3天"),
+    C(WED, "近3天", [("近3天", back(WED, days=3))], id="近3天"),
+    C(WED, "过去7天", [("过去7天", back(WED, days=7))], id="过去7天"),
+    C(WED, "最近三天", [("最近三天", back(WED, days=3))], id="最近三天"),
+    C(WED, "过去的两周", [("过去的两周", back(WED, weeks=2))], id="过去的两周"),
+    C(WED, "这几天", [("这几天", back(WED, days=3))], id="这几天"),
+    C(WED, "这两天", [("这两天", back(WED, days=3))], id="这两天"),
+    C(WED, "最近", [("最近", back(WED, days=7))], id="最近"),
+    C(WED, "最近几天", [("最近几天", back(WED, days=7))], id="最近几天"),
+    C(WED, "最近24小时", [("最近24小时", back(WED, hours=24))], id="最近24小时"),
+    C(WED, "最近两周", [("最近两周", back(WED, weeks=2))], id="最近两周"),
+    C(WED, "近5天", [("近5天", back(WED, days=5))], id="近5天"),
+    C(WED, "最近一个月", [("最近一个月", (datetime(2026, 2, 18, 14, 30, tzinfo=SH), WED))], id="最近一个月"),
+    C(WED, "前几天", [("前几天", days(2026, 3, 11, 2026, 3, 17))], id="前几天"),
+    # --- N units ago ---
+    C(WED, "3天前", [("3天前", day(2026, 3, 15))], id="3天前"),
+    C(WED, "三天前", [("三天前", day(2026, 3, 15))], id="三天前"),
+    C(WED, "两天前", [("两天前", day(2026, 3, 16))], id="两天前"),
+    C(WED, "十天前", [("十天前", day(2026, 3, 8))], id="十天前"),
+    C(WED, "1周前", [("1周前", week(2026, 3, 9))], id="1周前"),
+    C(WED, "两周前", [("两周前", week(2026, 3, 2))], id="两周前"),
+    C(WED, "两个星期前", [("两个星期前", week(2026, 3, 2))], id="两个星期前"),
+    C(WED, "3个月前", [("3个月前", month(2025, 12))], id="3个月前"),
+    C(WED, "一个月前", [("一个月前", month(2026, 2))], id="一个月前"),
+    C(WED, "两年前", [("两年前", year(2024))], id="两年前"),
+    C(WED, "3天后", [("3天后", day(2026, 3, 21))], id="3天后"),
+    C(WED, "三天之前", [("三天之前", day(2026, 3, 15))], id="三天之前"),
+    # --- festivals ---
+    C(WED, "五一", [("五一", day(2025, 5, 1))], id="五一"),
+    C(WED, "劳动节", [("劳动节", day(2025, 5, 1))], id="劳动节"),
+    C(WED, "国庆节", [("国庆节", day(2025, 10, 1))], id="国庆节"),
+    C(WED, "国庆", [("国庆", day(2025, 10, 1))], id="国庆"),
+    C(WED, "国庆假期", [("国庆假期", days(2025, 10, 1, 2025, 10, 7))], id="国庆假期"),
+    C(WED, "元旦", [("元旦", day(2026, 1, 1))], id="元旦"),
+    C(WED, "圣诞节", [("圣诞节", day(2025, 12, 25))], id="圣诞节"),
+    C(WED, "圣诞", [("圣诞", day(2025, 12, 25))], id="圣诞"),
+    C(WED, "平安夜", [("平安夜", day(2025, 12, 24))], id="平安夜"),
+    C(WED, "情人节", [("情人节", day(2026, 2, 14))], id="情人节"),
+    C(WED, "万圣节", [("万圣节", day(2025, 10, 31))], id="万圣节"),
+    C(WED, "春节", [("春节", day(2026, 2, 17))], id="春节"),
+    C(WED, "除夕", [("除夕", day(2026, 2, 16))], id="除夕"),
+    C(WED, "元宵节", [("元宵节", day(2026, 3, 3))], id="元宵节"),
+    C(WED, "端午节", [("端午节", day(2025, 5, 31))], id="端午节"),
+    C(WED, "中秋节", [("中秋节", day(2025, 10, 6))], id="中秋节"),
+    C(WED, "七夕", [("七夕", day(2025, 8, 29))], id="七夕"),
+    C(WED, "去年春节", [("去年春节", day(2025, 1, 29))], id="去年春节"),
+    C(WED, "去年中秋", [("去年中秋", day(2025, 10, 6))], id="去年中秋"),
+    C(WED, "2025年国庆节", [("2025年国庆节", day(2025, 10, 1))], id="2025年国庆节"),
+    C(WED, "除夕晚上", [("除夕晚上", hours(2026, 2, 16, 18, 24))], id="除夕晚上"),
+    # --- several expressions ---
+    C(WED, "昨天和前天", [("昨天", day(2026, 3, 17)), ("前天", day(2026, 3, 16))], id="昨天和前天"),
+    C(WED, "上周三和这周一", [("上周三", day(2026, 3, 11)), ("这周一", day(2026, 3, 16))], id="上周三和这周一"),
+    C(WED, "昨天晚上和今天早上", [("昨天晚上", hours(2026, 3, 17, 18, 24)), ("今天早上", hours(2026, 3, 18, 5, 12))],
+      id="昨天晚上和今天早上"),
+    C(WED, "上个月和这个月", [("上个月", month(2026, 2)), ("这个月", month(2026, 3))], id="上个月和这个月"),
+    C(WED, "去年圣诞节和今年元旦", [("去年圣诞节", day(2025, 12, 25)), ("今年元旦", day(2026, 1, 1))], id="两个节日"),
+    C(WED, "昨天 and last Monday", [("昨天", day(2026, 3, 17)), ("last Monday", day(2026, 3, 16))], id="mixed-zh-en"),
+    # --- must not fire ---
+    C(WED, "每天", [], id="neg-每天"),
+    C(WED, "三天", [], id="neg-三天"),
+    C(WED, "一天", [], id="neg-一天"),
+    C(WED, "天天开心", [], id="neg-天天"),
+    C(WED, "我们每天都聊天", [], id="neg-每天都聊天"),
+    C(WED, "三天的时间够吗", [], id="neg-三天的时间"),
+    C(WED, "你好呀，吃饭了吗", [], id="neg-chitchat"),
+    C(WED, "现在几点", [], id="neg-现在几点"),
+    C(WED, "现在", [], id="neg-现在"),
+    C(WED, "一点都不累", [], id="neg-一点都不"),
+    C(WED, "离我家最近的超市", [], id="neg-最近-nearest"),
+    C(WED, "看一下周围", [], id="neg-一下周围"),
+    C(WED, "我有三点建议", [], id="neg-三点建议"),
+    C(WED, "每周三开会", [], id="neg-每周三"),
+    C(WED, "每个月都去", [], id="neg-每个月"),
+    C(WED, "他坐3号线", [], id="neg-3号线"),
+    # --- edge: year boundary, just after midnight ---
+    C(NEWYEAR, "昨天", [("昨天", day(2025, 12, 31))], id="newyear-昨天"),
+    C(NEWYEAR, "前天", [("前天", day(2025, 12, 30))], id="newyear-前天"),
+    C(NEWYEAR, "上个月", [("上个月", month(2025, 12))], id="newyear-上个月"),
+    C(NEWYEAR, "上周", [("上周", week(2025, 12, 22))], id="newyear-上周"),
+    C(NEWYEAR, "本周", [("本周", week(2025, 12, 29))], id="newyear-本周"),
+    C(NEWYEAR, "去年", [("去年", year(2025))], id="newyear-去年"),
+    C(NEWYEAR, "今年", [("今年", year(2026))], id="newyear-今年"),
+    C(NEWYEAR, "十二月", [("十二月", month(2025, 12))], id="newyear-十二月"),
+    C(NEWYEAR, "一月", [("一月", month(2026, 1))], id="newyear-一月"),
+    C(NEWYEAR, "元旦", [("元旦", day(2026, 1, 1))], id="newyear-元旦"),
+    C(NEWYEAR, "圣诞节", [("圣诞节", day(2025, 12, 25))], id="newyear-圣诞节"),
+    C(NEWYEAR, "上周末", [("上周末", days(2025, 12, 27, 2025, 12, 28))], id="newyear-上周末"),
+    C(NEWYEAR, "12月25日", [("12月25日", day(2025, 12, 25))], id="newyear-12月25日"),
+    C(NEWYEAR, "最近3天", [("最近3天", (datetime(2025, 12, 29, 0, 5, tzinfo=SH), NEWYEAR))], id="newyear-最近3天"),
+    # --- edge: leap day ---
+    C(LEAP, "昨天", [("昨天", day(2028, 2, 28))], id="leap-昨天"),
+    C(LEAP, "今天", [("今天", day(2028, 2, 29))], id="leap-今天"),
+    C(LEAP, "上个月", [("上个月", month(2028, 1))], id="leap-上个月"),
+    C(LEAP, "本月", [("本月", (datetime(2028, 2, 1, tzinfo=SH), datetime(2028, 3, 1, tzinfo=SH)))], id="leap-本月"),
+    C(LEAP, "2月29日", [("2月29日", day(2028, 2, 29))], id="leap-2月29日"),
+    C(LEAP, "本周", [("本周", week(2028, 2, 28))], id="leap-本周"),
+    C(LEAP, "上周三", [("上周三", day(2028, 2, 23))], id="leap-上周三"),
+    C(LEAP, "春节", [("春节", day(2028, 1, 26))], id="leap-春节"),
+    C(AFTER_LEAP, "昨天", [("昨天", day(2028, 2, 29))], id="after-leap-昨天"),
+    C(AFTER_LEAP, "前天", [("前天", day(2028, 2, 28))], id="after-leap-前天"),
+    C(AFTER_LEAP, "上个月", [("上个月", month(2028, 2))], id="after-leap-上个月"),
+    C(AFTER_LEAP, "上周", [("上周", week(2028, 2, 21))], id="after-leap-上周"),
+    C(AFTER_LEAP, "周一", [("周一", day(2028, 2, 28))], id="after-leap-周一"),
+    # --- edge: Monday / Sunday ---
+    C(MON, "上周", [("上周", week(2026, 3, 9))], id="mon-上周"),
+    C(MON, "周一", [("周一", day(2026, 3, 16))], id="mon-周一-today"),
+    C(MON, "周日", [("周日", day(2026, 3, 15))], id="mon-周日"),
+    C(MON, "周三", [("周三", day(2026, 3, 11))], id="mon-周三-last-week"),
+    C(MON, "上周末", [("上周末", days(2026, 3, 14, 2026, 3, 15))], id="mon-上周末"),
+    C(MON, "周末", [("周末", days(2026, 3, 14, 2026, 3, 15))], id="mon-周末"),
+    C(MON, "这周末", [("这周末", days(2026, 3, 21, 2026, 3, 22))], id="mon-这周末"),
+    C(MON, "昨天", [("昨天", day(2026, 3, 15))], id="mon-昨天"),
+    C(SUN, "上周", [("上周", week(2026, 3, 9))], id="sun-上周"),
+    C(SUN, "本周", [("本周", week(2026, 3, 16))], id="sun-本周"),
+    C(SUN, "周末", [("周末", days(2026, 3, 21, 2026, 3, 22))], id="sun-周末-current"),
+    C(SUN, "上周末", [("上周末", days(2026, 3, 14, 2026, 3, 15))], id="sun-上周末"),
+    C(SUN, "周日", [("周日", day(2026, 3, 22))], id="sun-周日-today"),
+    C(SUN, "周一", [("周一", day(2026, 3, 16))], id="sun-周一"),
+    C(SUN, "上周日", [("上周日", day(2026, 3, 15))], id="sun-上周日"),
+    C(SUN, "昨晚", [("昨晚", hours(2026, 3, 21, 18, 24))], id="sun-昨晚"),
+    # --- edge: month start after midnight ---
+    C(JUNE1, "昨天", [("昨天", day(2026, 5, 31))], id="june1-昨天"),
+    C(JUNE1, "上个月", [("上个月", month(2026, 5))], id="june1-上个月"),
+    C(JUNE1, "上周", [("上周", week(2026, 5, 25))], id="june1-上周"),
+    C(JUNE1, "端午节", [("端午节", day(2025, 5, 31))], id="june1-端午-last-year"),
+    C(JUNE1, "五一", [("五一", day(2026, 5, 1))], id="june1-五一"),
+    C(JUNE1, "最近3天", [("最近3天", (datetime(2026, 5, 29, 0, 1, tzinfo=SH), JUNE1))], id="june1-最近3天"),
+    # --- edge: DST in New York ---
+    C(DST_ON, "昨天", [("昨天", day(2026, 3, 8, NY))], id="dst-on-昨天-23h"),
+    C(DST_ON, "前天", [("前天", day(2026, 3, 7, NY))], id="dst-on-前天"),
+    C(DST_ON, "上周", [("上周", week(2026, 3, 2, NY))], id="dst-on-上周"),
+    C(DST_ON, "最近24小时", [("最近24小时", (datetime(2026, 3, 8, 10, 0, tzinfo=NY), DST_ON))], id="dst-on-最近24小时"),
+    C(DST_ON, "最近3天", [("最近3天", (datetime(2026, 3, 6, 9, 0, tzinfo=NY), DST_ON))], id="dst-on-最近3天"),
+    C(DST_ON, "昨晚", [("昨晚", hours(2026, 3, 8, 18, 24, NY))], id="dst-on-昨晚"),
+    C(DST_OFF, "昨天", [("昨天", day(2026, 11, 1, NY))], id="dst-off-昨天-25h"),
+    C(DST_OFF, "最近3天", [("最近3天", (datetime(2026, 10, 30, 11, 0, tzinfo=NY), DST_OFF))], id="dst-off-最近3天"),
+    C(DST_OFF, "上周末", [("上周末", days(2026, 10, 31, 2026, 11, 1, NY))], id="dst-off-上周末"),
+    C(DST_OFF, "上个月", [("上个月", month(2026, 10, NY))], id="dst-off-上个月"),
+]
+
+
+@pytest.mark.parametrize("now, text, expected", CASES)
+def test_zh(now: datetime, text: str, expected: list[tuple[str, tuple[datetime, datetime]]]) -> None:
+    got = parse_time_ranges(text, now=now)
+    assert [(g.start, g.end) for g in got] == [rng for _, rng in expected], [
+        (g.text, g.start.isoformat(), g.end.isoformat()) for g in got
+    ]
+    for g, (frag, _) in zip(got, expected):
+        assert frag in g.text or g.text in frag, (g.text, frag)
+        assert g.start.tzinfo is not None and g.end.tzinfo is not None
+        assert text[g.span[0] : g.span[1]] == g.text
+
+
+def test_dst_day_lengths() -> None:
+    (got,) = parse_time_ranges("昨天", now=DST_ON)
+    assert got.end.astimezone(timezone.utc) - got.start.astimezone(timezone.utc) == timedelta(hours=23)
+    (got,) = parse_time_ranges("昨天", now=DST_OFF)
+    assert got.end.astimezone(timezone.utc) - got.start.astimezone(timezone.utc) == timedelta(hours=25)
+    (got,) = parse_time_ranges("最近24小时", now=DST_ON)
+    assert got.end.astimezone(timezone.utc) - got.start.astimezone(timezone.utc) == timedelta(hours=24)
+
+
+def test_naive_now_raises() -> None:
+    with pytest.raises(TimeExpressionError):
+        parse_time_ranges("昨天", now=datetime(2026, 3, 18, 12, 0))
+
+
+def test_deterministic_and_ordered() -> None:
+    text = "前天晚上和昨天，还有上周三"
+    a = parse_time_ranges(text, now=WED)
+    b = parse_time_ranges(text, now=WED)
+    assert a == b
+    assert [g.span[0] for g in a] == sorted(g.span[0] for g in a)
+    assert [g.text for g in a] == ["前天晚上", "昨天", "上周三"]
+
+
+def test_import_prints_nothing() -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", "import engine.timeparse as t; from datetime import datetime; "
+         "from zoneinfo import ZoneInfo; t.parse_time_ranges('上半年', now=datetime(2026,3,18,tzinfo=ZoneInfo('Asia/Shanghai')))"],
+        capture_output=True, text=True, check=True,
+    )
+    assert out.stdout == ""
