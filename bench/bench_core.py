@@ -1,0 +1,93 @@
+"""Core memory: retrieval latency beyond the query embedding, and opening a big user with a warm cache.
+
+    .venv/bin/python bench/bench_core.py [--sizes 10000 100000] [--queries 500]
+
+Fact vectors come from a fast deterministic 384-d embedder (the dimension of the default
+multilingual-e5-small), because what is measured here is the store's own work: the FAISS scan,
+the threshold, the hit rendering, the cache. The query embedding is computed once per call by the
+orchestrator and is not part of these numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import statistics
+import tempfile
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import numpy as np
+
+from engine.adapters.embedder import normalise
+from engine.config import CoreConfig
+from engine.paths import CharacterPaths
+from engine.prompts import Prompts
+from engine.stores.base import Query
+from engine.stores.core import CoreMemoryStore
+
+TZ = ZoneInfo("Asia/Shanghai")
+
+
+class HashEmbedder:
+    model_id = "bench/hash-384"
+    dim = 384
+    default_thresholds = {"core": 0.2, "core_duplicate": 0.99}
+
+    def embed(self, texts, *, role="passage"):
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+            out[row] = np.random.default_rng(seed).standard_normal(self.dim)
+        return normalise(out)
+
+
+def make_store(root: Path) -> CoreMemoryStore:
+    return CoreMemoryStore(paths=CharacterPaths(root), config=CoreConfig(), embedder=HashEmbedder(), llm=None,
+                           prompts=Prompts("zh"), tz=TZ)
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q))
+
+
+def run(size: int, queries: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        t = time.perf_counter()
+        start = datetime(2026, 1, 1, tzinfo=TZ)
+        make_store(root).import_facts("u", ((f"事实{i}：用户喜欢第{i}号东西", start + timedelta(minutes=i)) for i in range(size)))
+        build_s = time.perf_counter() - t
+
+        t = time.perf_counter()
+        store = make_store(root)
+        assert len(store.facts("u")) == size
+        open_s = time.perf_counter() - t
+
+        rng = np.random.default_rng(0)
+        vectors = normalise(rng.standard_normal((queries, 384)))
+        times = []
+        for v in vectors:
+            q = Query(message="?", user_id="u", now=start, recent=(), text="?", vector=v)
+            t = time.perf_counter()
+            store.retrieve(q)
+            times.append((time.perf_counter() - t) * 1000)
+        file_mb = (root / "users/u/core_mem.yml").stat().st_size / 1e6
+        print(f"{size:>7} facts  retrieve p50 {pct(times, 50):6.2f} ms  p95 {pct(times, 95):6.2f} ms  "
+              f"mean {statistics.mean(times):6.2f} ms | open (warm cache) {open_s * 1000:7.0f} ms | "
+              f"first build {build_s:5.1f} s | core_mem.yml {file_mb:.1f} MB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--queries", type=int, default=500)
+    args = parser.parse_args()
+    for size in args.sizes:
+        run(size, args.queries)
+
+
+if __name__ == "__main__":
+    main()

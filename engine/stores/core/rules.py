@@ -1,0 +1,259 @@
+"""The offline fact extractor, used when no LLM is configured: a few patterns, documented here.
+
+Only the user's side of a turn is read; questions (ending in ？/? or 吗) are ignored. Each
+statement becomes a fact in a canonical form and a *slot*; a new statement in an occupied slot
+UPDATEs the fact there (the old text goes to its history), the same statement again is a no-op.
+
+| said (zh)                         | fact            | slot         |
+|-----------------------------------|-----------------|--------------|
+| 我(很/非常/最…)喜欢/爱/讨厌/恨 X     | 喜欢X / 讨厌X    | pref:X       |
+| 我不喜欢/不讨厌 X                   | 不喜欢X          | pref:X       |
+| 我不(再)讨厌/喜欢 X 了 / 我不再… X   | 不再讨厌X        | pref:X       |
+| 我叫 X / 我的名字(叫/是) X          | 名字叫X          | name         |
+| 我住在 X / 我家在 X / 我搬到(了) X   | 住在X            | live         |
+| 我今年 N 岁                        | 今年N岁          | age          |
+| 我在 X 工作/上班/上学/读书           | 在X工作          | work         |
+| 我养了 X / 我家有一只 X              | 养了X            | pet:X        |
+| 我是 X (not 我是说/我是不是/…)       | 是X              | is:X         |
+
+| said (en)                                        | fact                 | slot    |
+|--------------------------------------------------|----------------------|---------|
+| I (really) like/love/enjoy/hate/dislike X         | Likes X / Hates X    | pref:X  |
+| I don't like/love X                               | Doesn't like X       | pref:X  |
+| I don't hate/like X anymore / I no longer hate X  | No longer hates X    | pref:X  |
+| my name is X / call me X                          | Name is X            | name    |
+| I live in X / I (have) moved to X                 | Lives in X           | live    |
+| I'm N (years old)                                 | Is N years old       | age     |
+| I work at/for/as X                                | Works at X           | work    |
+| I have a/an X (a cat named 小白, a dog …)          | Has a X              | pet:X   |
+| I'm a/an X                                        | Is a X               | is:X    |
+
+X keys ignore a leading eating/drinking verb, so 我讨厌吃香菜 and 我不讨厌香菜了 share `pref:香菜`.
+Facts written by the LLM in the same shapes (also with a leading 用户 / "User") get slots too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from engine.stores.base import Turn
+from engine.stores.core.facts import Fact, normalise_text
+from engine.stores.core.ops import FactOp
+
+
+@dataclass(frozen=True)
+class Statement:
+    text: str
+    """The fact in canonical form."""
+    slot: str
+
+
+# ---------------------------------------------------------------------------- Chinese
+
+_ZH_ADV = r"(?:现在|也|还|一直|已经|真的|其实|最近|刚刚|刚|上个月|上周|去年|今年|前几天)*"
+_ZH_DEG = r"(?:很|非常|最|特别|超|挺|超级|有点|十分|好)*"
+_ZH_TAIL = re.compile(r"[了啦呀哦呢的吧啊哈～~]+$")
+_ZH_IS_STOP = ("说", "不是", "在", "想", "觉得", "真", "挺", "因为", "不", "要", "来", "去", "问", "开玩笑")
+
+_ZH_RULES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(rf"我{_ZH_ADV}最喜欢的(.+?)是(.+)"), "fav"),
+    (re.compile(rf"我{_ZH_ADV}(?:不再|再也不)(喜欢|讨厌|爱|恨)(.+)"), "no_longer"),
+    (re.compile(rf"我{_ZH_ADV}不(喜欢|讨厌|爱|恨)(.+?)了$"), "no_longer"),
+    (re.compile(rf"我{_ZH_ADV}不{_ZH_DEG}(喜欢|爱)(.+)"), "not"),
+    (re.compile(rf"我{_ZH_ADV}{_ZH_DEG}(喜欢|讨厌|爱|恨)(.+)"), "pref"),
+    (re.compile(r"我的名字(?:叫|是)(.+)"), "name"),
+    (re.compile(rf"我{_ZH_ADV}叫(.+)"), "name"),
+    (re.compile(rf"我{_ZH_ADV}(?:搬家?到|搬去)了?(.+?)(?:住)?$"), "live"),
+    (re.compile(rf"我{_ZH_ADV}(?:住在|家在|住)(.+)"), "live"),
+    (re.compile(rf"我{_ZH_ADV}今年(\d+|[一二三四五六七八九十百]+)岁"), "age"),
+    (re.compile(rf"我{_ZH_ADV}在(.+?)(工作|上班|上学|读书)"), "work"),
+    (re.compile(rf"我{_ZH_ADV}(?:养了|家有|有)((?:一|两|三|\d)[只条匹头].+)"), "pet"),
+    (re.compile(rf"我{_ZH_ADV}养了(.+)"), "pet"),
+    (re.compile(rf"我{_ZH_ADV}是(.+)"), "is"),
+]
+
+
+def _zh_key(obj: str) -> str:
+    return re.sub(r"^(?:吃|喝|看|玩|听|养)", "", obj).strip()
+
+
+def _zh_statement(clause: str) -> Statement | None:
+    for pattern, kind in _ZH_RULES:
+        match = pattern.search(clause)
+        if not match:
+            continue
+        groups = [g for g in match.groups()]
+        obj = _ZH_TAIL.sub("", groups[-1] if kind not in ("work",) else groups[0]).strip()
+        if not obj or len(obj) > 30:
+            return None
+        if kind == "fav":
+            return Statement(f"最喜欢的{groups[0]}是{obj}", f"fav:{groups[0]}")
+        if kind == "no_longer":
+            return Statement(f"不再{groups[0]}{obj}", f"pref:{_zh_key(obj)}")
+        if kind == "not":
+            return Statement(f"不{groups[0]}{obj}", f"pref:{_zh_key(obj)}")
+        if kind == "pref":
+            return Statement(f"{groups[0]}{obj}", f"pref:{_zh_key(obj)}")
+        if kind == "name":
+            return Statement(f"名字叫{obj}", "name")
+        if kind == "live":
+            return Statement(f"住在{obj}", "live")
+        if kind == "age":
+            return Statement(f"今年{obj}岁", "age")
+        if kind == "work":
+            return Statement(f"在{obj}{groups[1]}", "work")
+        if kind == "pet":
+            return Statement(f"养了{obj}", f"pet:{obj}")
+        if kind == "is":
+            if obj.startswith(_ZH_IS_STOP) or len(obj) > 15:
+                return None
+            return Statement(f"是{obj}", f"is:{obj}")
+    return None
+
+
+# ---------------------------------------------------------------------------- English
+
+_EN_TAIL = re.compile(r"\s+(?:now|anymore|any more|too|as well|though|either)$", re.I)
+_EN_RULES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"\bi (?:don't|do not|dont) (like|hate|love) (.+?) any ?more\b", re.I), "no_longer"),
+    (re.compile(r"\bi no longer (like|hate|love) (.+)", re.I), "no_longer"),
+    (re.compile(r"\bi (?:don't|do not|dont) (?:really )?(like|love) (.+)", re.I), "not"),
+    (re.compile(r"\bi (?:really |totally |absolutely |just |kind of )?(like|love|enjoy|hate|dislike|can't stand) (.+)", re.I), "pref"),
+    (re.compile(r"\bmy name is (.+)", re.I), "name"),
+    (re.compile(r"\bcall me (.+)", re.I), "name"),
+    (re.compile(r"\bi (?:now |currently )?live in (.+)", re.I), "live"),
+    (re.compile(r"\bi(?: have|'ve)? (?:just )?moved to (.+)", re.I), "live"),
+    (re.compile(r"\bi(?:'m| am) (\d+)(?: years old)?$", re.I), "age"),
+    (re.compile(r"\bi work (?:at|for|as) (.+)", re.I), "work"),
+    (re.compile(r"\bi have (an? .+|two .+|\d+ .+)", re.I), "pet"),
+    (re.compile(r"\bi(?:'m| am) (an? .+)", re.I), "is"),
+]
+_EN_VERB = {"like": "Likes", "love": "Loves", "enjoy": "Enjoys", "hate": "Hates", "dislike": "Dislikes",
+            "can't stand": "Can't stand"}
+
+
+def _en_key(obj: str) -> str:
+    return re.sub(r"^(?:eating|to eat|drinking|watching|playing)\s+", "", obj.lower()).strip()
+
+
+def _en_statement(clause: str) -> Statement | None:
+    for pattern, kind in _EN_RULES:
+        match = pattern.search(clause)
+        if not match:
+            continue
+        obj = _EN_TAIL.sub("", match.groups()[-1].strip()).strip(" .!,")
+        if not obj or len(obj) > 60:
+            return None
+        verb = match.group(1).lower() if kind in ("no_longer", "not", "pref") else ""
+        if kind == "no_longer":
+            return Statement(f"No longer {verb}s {obj}", f"pref:{_en_key(obj)}")
+        if kind == "not":
+            return Statement(f"Doesn't {verb} {obj}", f"pref:{_en_key(obj)}")
+        if kind == "pref":
+            return Statement(f"{_EN_VERB[verb]} {obj}", f"pref:{_en_key(obj)}")
+        if kind == "name":
+            return Statement(f"Name is {obj}", "name")
+        if kind == "live":
+            return Statement(f"Lives in {obj}", "live")
+        if kind == "age":
+            return Statement(f"Is {obj} years old", "age")
+        if kind == "work":
+            return Statement(f"Works {match.group(0).split()[2].lower()} {obj}", "work")
+        if kind == "pet":
+            return Statement(f"Has {obj}", f"pet:{obj.lower()}")
+        if kind == "is":
+            return Statement(f"Is {obj}", f"is:{obj.lower()}")
+    return None
+
+
+# ---------------------------------------------------------------------------- both
+
+_CLAUSE_SPLIT = re.compile(r"(?<=[。！!？?；;\n，])|[,](?=\s*(?:i\b|I\b|my\b|My\b))|(?<=\.)\s+")
+_PRONOUN = re.compile(r"[我你他她它]|^(?:但|可是|不过)")
+
+
+def statements(user_text: str) -> list[Statement]:
+    """The statements found in one user message, in order."""
+    out: list[Statement] = []
+    previous_was_mine = False
+    for clause in _CLAUSE_SPLIT.split(user_text):
+        clause = clause.strip()
+        if not clause or clause.endswith(("？", "?")) or re.search(r"[吗嘛][？?。!！]?$", clause):
+            previous_was_mine = False
+            continue
+        clause = clause.rstrip("。！!；;.，,…~～ ")
+        chinese = re.search(r"[\u4e00-\u9fff]", clause) is not None
+        if chinese and previous_was_mine and not _PRONOUN.search(clause):
+            clause = "我" + clause  # 我住在重庆，养了一只猫: the subject carries over the comma
+        found = _zh_statement(clause) if chinese else None
+        found = found or _en_statement(clause)
+        previous_was_mine = found is not None
+        if found is not None:
+            out.append(found)
+    return out
+
+
+_SLOT_OF_FACT: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"^最喜欢的(.+?)是"), "fav"),
+    (re.compile(r"^(?:不再|不)?(?:喜欢|讨厌|爱|恨)(.+)$"), "pref"),
+    (re.compile(r"^名字(?:叫|是)"), "name"),
+    (re.compile(r"^住在"), "live"),
+    (re.compile(r"^今年.+岁$"), "age"),
+    (re.compile(r"^在.+(?:工作|上班|上学|读书)$"), "work"),
+    (re.compile(r"^养了(.+)$"), "pet"),
+    (re.compile(r"^是(.+)$"), "is"),
+    (re.compile(r"^(?:no longer |doesn't )?(?:likes?|loves?|enjoys?|hates?|dislikes?|can't stand) (.+)$", re.I), "pref_en"),
+    (re.compile(r"^name is ", re.I), "name"),
+    (re.compile(r"^lives in ", re.I), "live"),
+    (re.compile(r"^is \d+ years old$", re.I), "age"),
+    (re.compile(r"^works (?:at|for|as) ", re.I), "work"),
+    (re.compile(r"^has (.+)$", re.I), "pet_en"),
+    (re.compile(r"^is (an? .+)$", re.I), "is_en"),
+]
+
+
+def slot_of(fact_text: str) -> str | None:
+    """The slot of a fact in one of the canonical shapes above, else None."""
+    text = re.sub(r"^(?:用户|User\s+|The user\s+)", "", normalise_text(fact_text))
+    for pattern, kind in _SLOT_OF_FACT:
+        match = pattern.match(text)
+        if not match:
+            continue
+        obj = match.group(1) if match.groups() else ""
+        if kind == "pref":
+            return f"pref:{_zh_key(obj)}"
+        if kind == "pref_en":
+            return f"pref:{_en_key(obj)}"
+        if kind in ("pet", "is", "fav"):
+            return f"{kind}:{obj}"
+        if kind in ("pet_en", "is_en"):
+            return f"{kind[:-3]}:{obj.lower()}"
+        return kind
+    return None
+
+
+def rule_ops(turns: Sequence[Turn], facts: Iterable[Fact]) -> list[FactOp]:
+    """Operations that bring `facts` up to date with what the user said in `turns`."""
+    by_slot: dict[str, Fact] = {}
+    for fact in facts:
+        slot = slot_of(fact.text) if fact.live else None
+        if slot is not None:
+            by_slot[slot] = fact
+    ops: list[FactOp] = []
+    added: dict[str, int] = {}  # slot -> index in ops of an ADD from this same batch
+    for turn in turns:
+        for st in statements(turn.user):
+            if st.slot in added:
+                # Said twice in one batch: the later statement wins, still as one ADD.
+                ops[added[st.slot]] = FactOp("ADD", text=st.text)
+            elif st.slot in by_slot:
+                current = by_slot[st.slot]
+                if normalise_text(current.text) != normalise_text(st.text):
+                    ops.append(FactOp("UPDATE", text=st.text, fact_id=current.id))
+                    by_slot[st.slot] = Fact(current.id, st.text, current.learned_at, current.updated_at)
+            else:
+                added[st.slot] = len(ops)
+                ops.append(FactOp("ADD", text=st.text))
+    return ops

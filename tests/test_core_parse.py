@@ -1,0 +1,159 @@
+"""Pure parts of core memory: the LLM reply parser, the offline rule extractor, the fact file."""
+
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from engine.errors import DataFileError
+from engine.stores.base import Turn
+from engine.stores.core import Fact, FactOp, ReplyError, parse_reply, rule_ops, statements
+from engine.stores.core.facts import dump_facts, parse_facts
+
+TZ = ZoneInfo("Asia/Shanghai")
+NOW = datetime(2026, 11, 2, 10, 0, tzinfo=TZ)
+ALIASES = {1: "fa", 2: "fb"}
+
+
+def test_public_names_are_exported():
+    import engine.stores.core as core
+
+    for name in core.__all__:
+        assert hasattr(core, name), name
+    assert "CoreMemoryStore" in core.__all__ and "Fact" in core.__all__
+
+
+GOOD_REPLIES = {
+    "plain": '{"operations": [{"op": "ADD", "text": "讨厌吃香菜"}, {"op": "UPDATE", "id": 2, "text": "住在成都"}]}',
+    "fenced": '```json\n{"operations": [{"op": "ADD", "text": "讨厌吃香菜"}, {"op": "UPDATE", "id": 2, "text": "住在成都"}]}\n```',
+    "prose_around": '好的，结果如下：\n{"operations": [{"op": "add", "text": "讨厌吃香菜"}, {"op": "update", "id": "2", "text": "住在成都"}]}\n以上。',
+    "single_quotes": "{'operations': [{'op': 'ADD', 'text': '讨厌吃香菜'}, {'op': 'UPDATE', 'id': 2, 'text': '住在成都'}]}",
+    "trailing_commas": '{"operations": [{"op": "ADD", "text": "讨厌吃香菜",}, {"op": "UPDATE", "id": 2, "text": "住在成都",},]}',
+    "bare_list": '[{"event": "ADD", "memory": "讨厌吃香菜"}, {"event": "UPDATE", "id": "[2]", "memory": "住在成都"}]',
+    "with_none_and_null": '{"operations": [{"op": "NONE"}, {"op": "ADD", "text": "讨厌吃香菜", "id": null}, {"op": "UPDATE", "id": 2, "text": "住在成都"}]}',
+    "fence_no_lang_and_brace_in_text": '```\n{"operations": [{"op": "ADD", "text": "讨厌吃香菜"}, {"op": "UPDATE", "id": 2, "text": "住在成都"}]}\n```\n别的 {x}',
+}
+
+
+@pytest.mark.parametrize("reply", GOOD_REPLIES.values(), ids=GOOD_REPLIES.keys())
+def test_reply_shapes_that_parse(reply):
+    assert parse_reply(reply, ALIASES) == [FactOp("ADD", "讨厌吃香菜"), FactOp("UPDATE", "住在成都", "fb")]
+
+
+BAD_REPLIES = {
+    "empty": "",
+    "no_json": "我觉得没有新的事实。",
+    "truncated": '{"operations": [{"op": "ADD", "text": "讨厌',
+    "not_a_list": '{"operations": "ADD 讨厌吃香菜"}',
+    "list_of_strings": '["ADD 讨厌吃香菜"]',
+    "unknown_op": '{"operations": [{"op": "MERGE", "text": "x"}]}',
+    "add_without_text": '{"operations": [{"op": "ADD"}]}',
+    "update_without_text": '{"operations": [{"op": "UPDATE", "id": 1}]}',
+    "object_without_ops": '{"facts_found": 0}',
+}
+
+
+@pytest.mark.parametrize("reply", BAD_REPLIES.values(), ids=BAD_REPLIES.keys())
+def test_reply_shapes_that_are_rejected(reply):
+    with pytest.raises(ReplyError):
+        parse_reply(reply, ALIASES)
+
+
+def test_unknown_alias_drops_only_that_operation():
+    reply = '{"operations": [{"op": "DELETE", "id": 7}, {"op": "DELETE", "id": 1}]}'
+    assert parse_reply(reply, ALIASES) == [FactOp("DELETE", fact_id="fa")]
+
+
+STATEMENTS = {
+    "zh_hate": ("我讨厌吃香菜", [("讨厌吃香菜", "pref:香菜")]),
+    "zh_live_and_pet": ("我住在重庆，养了一只猫叫小白。", [("住在重庆", "live"), ("养了一只猫叫小白", "pet:一只猫叫小白")]),
+    "zh_move": ("我上个月搬到成都了", [("住在成都", "live")]),
+    "zh_move_plain": ("我搬到成都了", [("住在成都", "live")]),
+    "zh_no_longer": ("其实我不讨厌香菜了", [("不再讨厌香菜", "pref:香菜")]),
+    "zh_name": ("我叫小明。", [("名字叫小明", "name")]),
+    "zh_is": ("我是程序员", [("是程序员", "is:程序员")]),
+    "zh_is_filler": ("我是说你别这样", []),
+    "zh_question": ("你喜欢什么？", []),
+    "zh_question_ma": ("我是不是很烦吗", []),
+    "zh_like": ("我最喜欢的动物是猫", [("最喜欢的动物是猫", "fav:动物")]),
+    "en_live": ("I live in Chongqing.", [("Lives in Chongqing", "live")]),
+    "en_hate": ("I really hate coriander", [("Hates coriander", "pref:coriander")]),
+    "en_no_longer": ("I don't hate coriander anymore.", [("No longer hates coriander", "pref:coriander")]),
+    "en_name": ("My name is Alex", [("Name is Alex", "name")]),
+    "en_pet": ("I have a cat named 小白", [("Has a cat named 小白", "pet:a cat named 小白")]),
+    "en_question": ("Where do I live?", []),
+}
+
+
+@pytest.mark.parametrize("text,expected", STATEMENTS.values(), ids=STATEMENTS.keys())
+def test_rule_statements(text, expected):
+    assert [(s.text, s.slot) for s in statements(text)] == expected
+
+
+def _turn(text, i=0):
+    return Turn(id=f"t{i}", user_id="u", at=NOW, user=text, assistant="嗯嗯")
+
+
+def _fact(fid, text):
+    return Fact(fid, text, NOW, NOW)
+
+
+class TestRuleOps:
+    """The offline extractor reconciles by slot: same slot -> UPDATE, same text -> nothing."""
+
+    def test_new_statement_adds(self):
+        assert rule_ops([_turn("我讨厌吃香菜")], []) == [FactOp("ADD", "讨厌吃香菜")]
+
+    def test_repeat_is_a_no_op(self):
+        assert rule_ops([_turn("我讨厌吃香菜！")], [_fact("f1", "讨厌吃香菜")]) == []
+
+    def test_conflict_updates_the_slot(self):
+        facts = [_fact("f1", "住在重庆"), _fact("f2", "讨厌吃香菜")]
+        ops = rule_ops([_turn("我搬到成都了"), _turn("我不讨厌香菜了")], facts)
+        assert ops == [FactOp("UPDATE", "住在成都", "f1"), FactOp("UPDATE", "不再讨厌香菜", "f2")]
+
+    def test_llm_written_fact_with_subject_shares_the_slot(self):
+        assert rule_ops([_turn("I live in Chengdu")], [_fact("f1", "用户住在重庆")]) == [
+            FactOp("UPDATE", "Lives in Chengdu", "f1")
+        ]
+
+    def test_two_statements_in_one_batch_add_once(self):
+        assert rule_ops([_turn("我住在重庆"), _turn("我住在成都")], []) == [FactOp("ADD", "住在成都")]
+
+    def test_only_the_user_side_is_read(self):
+        turn = Turn(id="t", user_id="u", at=NOW, user="你好", assistant="我讨厌吃香菜")
+        assert rule_ops([turn], []) == []
+
+
+class TestFactFile:
+    """core_mem.yml: hand-written shortcuts are accepted, mistakes name the file and line."""
+
+    def test_round_trip(self, tmp_path):
+        fact = Fact("f1", "住在成都", NOW, NOW, ("t1",))
+        assert parse_facts(dump_facts([fact]), path=tmp_path / "c.yml", tz=TZ, default_time=NOW) == [fact]
+
+    def test_hand_written_minimal_entries(self, tmp_path):
+        text = "- 讨厌吃香菜\n- text: 住在重庆\n  learned_at: 2026-10-01\n"
+        facts = parse_facts(text, path=tmp_path / "c.yml", tz=TZ, default_time=NOW)
+        assert [f.text for f in facts] == ["讨厌吃香菜", "住在重庆"]
+        assert facts[0].learned_at == NOW and facts[1].learned_at == datetime(2026, 10, 1, tzinfo=TZ)
+        assert facts[0].id != facts[1].id
+
+    @pytest.mark.parametrize(
+        "text,line,words",
+        [
+            ("- id: f1\n  text: a\n- id: f2\n  txet: b\n", 4, "unknown key 'txet'"),
+            ("- id: f1\n  text: a\n- id: f1\n  text: b\n", 3, "duplicate id"),
+            ("- id: f1\n  text: a\n  learned_at: yesterday\n", 3, "ISO"),
+            ("- id: f1\n  text: [a\n", 3, ""),
+            ("a: 1\n", 1, "list of facts"),
+        ],
+        ids=["misspelt_key", "duplicate_id", "bad_time", "yaml_syntax", "not_a_list"],
+    )
+    def test_errors_name_file_and_line(self, tmp_path, text, line, words):
+        path = tmp_path / "core_mem.yml"
+        with pytest.raises(DataFileError) as info:
+            parse_facts(text, path=path, tz=TZ, default_time=NOW)
+        assert info.value.path == str(path) and info.value.line == line
+        assert words in str(info.value) and f"{path}:{line}" in str(info.value)
