@@ -1,0 +1,91 @@
+"""The world book's data: one `Entry` per piece of lore, and `BookError` for what is wrong in a file.
+
+Both file formats (MoeChat's `keyword: description` mapping and the extended entry list) are
+normalised into the same frozen `Entry`, so matching and ranking never know which format an
+entry came from.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+Logic = Literal["and_any", "and_all", "not_any", "not_all"]
+
+DEFAULT_ORDER = 100
+
+
+@dataclass(frozen=True)
+class BookError:
+    """One problem in one world-book file."""
+
+    file: str
+    """Path of the file, as found in the folder."""
+    line: int | None
+    """1-based line of the problem; None when it concerns the whole file (e.g. it cannot be read)."""
+    message: str
+    """What is wrong, with the offending value."""
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.message}" if self.line else f"{self.file}: {self.message}"
+
+
+def format_errors(errors: Sequence[BookError]) -> str:
+    """One `file:line: message` per line, for the CLI's `check` command and logs."""
+    return "\n".join(str(e) for e in errors)
+
+
+@dataclass(frozen=True)
+class Key:
+    """One trigger: a plain string (matched with Aho-Corasick) or a compiled regex."""
+
+    text: str
+    """As written by the author, e.g. `重庆` or `/chong\\s*qing/i`."""
+    regex: re.Pattern[str] | None = None
+    """Set for `/pattern/flags` keys; compiled once when the file is parsed."""
+    folded: str = ""
+    """Case-folded text, as the keyword automaton holds it (plain keys)."""
+    word_start: bool = False
+    """Starts with a Latin letter or digit, so `whole_words` needs a boundary before it."""
+    word_end: bool = False
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One world-book entry, from either format."""
+
+    uid: str
+    """`<file name>#<n>`, n counting entries from 1 in file order; stable while the file is."""
+    file: str
+    line: int
+    """1-based line where the entry starts (the key line in the simple format)."""
+    keys: tuple[Key, ...]
+    content: str
+    """The text injected into the prompt (`keyword: description` for the simple format)."""
+    secondary_keys: tuple[Key, ...] = ()
+    logic: Logic = "and_any"
+    """How secondary keys gate a primary match; ignored when there are none."""
+    constant: bool = False
+    enabled: bool = True
+    order: int = DEFAULT_ORDER
+    """Priority, as SillyTavern's insertion order: higher is shown first and trimmed last."""
+    case_sensitive: bool = False
+    whole_words: bool = True
+    """For keys with Latin letters or digits at their edges; CJK edges never need a boundary."""
+    semantic: bool = True
+    """Whether the entry's plain keys are also matched by meaning."""
+    threshold: float | None = None
+    """Similarity needed for a semantic hit; None uses the configured / embedder default."""
+    comment: str | None = None
+
+    @property
+    def semantic_keys(self) -> tuple[str, ...]:
+        """Plain keys embedded for semantic search (a regex's source text has no useful meaning)."""
+        if not (self.semantic and self.enabled) or self.constant:
+            return ()
+        return tuple(dict.fromkeys(k.text for k in self.keys if k.regex is None))
