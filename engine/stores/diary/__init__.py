@@ -1,0 +1,6 @@
+"""The diary store: every past turn, one YAML file per local day, answered by time expressions."""
+
+from engine.stores.diary.entry import DiaryEntry, entry_id_for
+from engine.stores.diary.store import DiaryStore
+
+__all__ = ["DiaryEntry", "DiaryStore", "entry_id_for"]

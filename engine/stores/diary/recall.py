@@ -1,0 +1,84 @@
+"""Deciding whether a message asks about past turns, so ordinary chat does not drag in the diary.
+
+A time expression alone is a weak signal: "今天天气真好", "明天去上班" and "现在几点" all contain one
+(a plain time parser fires on ~30% of real chat lines). A range is used only when
+
+1. after clipping to `now` it still covers some past (future ranges ask nothing about the past), and
+2. the message asks to recall: a memory verb ("还记得", "聊了什么", "remember", "did I tell you"),
+   or a question about what the user or "we" did ("上周三我吃了什么", "where did we go").
+
+With `require_cue=False` every past range is used (MoeChat's behaviour). The false-trigger and
+recall rates of this rule are measured in tests/test_diary_recall.py over tests/data/diary_*.txt.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+# A memory verb: enough on its own, given a past range.
+_ZH_MEMORY = re.compile(
+    r"记得|记不记得|忘了|回忆|回想|想起来|"
+    r"(聊|谈|说|讲|提|问|告诉|跟你说|和你说|对你说)(了|过|到)?(些)?(什么|啥|哪些|些啥|几件|多少)|"
+    r"(聊|谈|讲|提|告诉|问)过|跟你说过|和你说过|对你说过|说过|提到过|"
+    r"我们.{0,6}(聊|谈|说|讲)|咱们.{0,6}(聊|谈|说|讲)|咱.{0,4}(聊|谈)|"
+    r"发生了什么|发生过什么|(都|还)?干了(些)?(什么|啥)|都做了(些)?(什么|啥)|什么来着|啥来着"
+)
+# A question about what I / we did: subject, a past marker, then a question word.
+_ZH_PAST_QUESTION = re.compile(
+    r"(我|我们|咱们|咱)[^，。！？,.!?]{0,10}(了|过)[^，。！？,.!?]{0,8}"
+    r"(什么|啥|哪|几|谁|多少|怎么样|吗|么|没|呢|\?|？)"
+    r"|(我|我们|咱们|咱)[^，。！？,.!?]{0,6}(是不是|有没有)[^，。！？,.!?]{0,10}(了|过)"
+    r"|(我|我们|咱们|咱)[^，。！？,.!?]{0,6}(去了|吃了|买了|做了|看了|玩了)(哪|什么|啥|几)"
+    r"|(我|我们|咱们|咱)[^，。！？,.!?]{0,4}(去|吃|买|做|看|玩|干)(了)?(哪|什么|啥)[^，。！？,.!?]{0,3}了"
+)
+_EN_MEMORY = re.compile(
+    r"\b(remember|recall|remind me|forgot|forget|"
+    r"(talk|talked|chat|chatted|speak|spoke|discuss|discussed)\s+about|"
+    r"did (i|we) (tell|say|mention|talk|chat|discuss|ask)|"
+    r"(i|we) (told|said|mentioned|talked|chatted|discussed)\b.*\?|"
+    r"what (have|had) (i|we)\b|what was (i|it i|it we)|what were we)\b",
+    re.IGNORECASE,
+)
+_EN_PAST_QUESTION = re.compile(
+    r"\b(what|where|when|who|which|how (much|many|long)|how)\b[^.?!]{0,30}\b(did|was|were|had)\s+(i|we)\b"
+    r"|^\s*(did|was|were|had)\s+(i|we)\b[^.!]*\?",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class RecallDecision:
+    """Whether (and why) a message's time ranges are a question about past turns."""
+
+    use: bool
+    cue: str
+    """The words that made it a recall question ("" when none)."""
+
+
+def recall_cue(message: str) -> str:
+    """The recall words in `message` ("" when it asks nothing about the past)."""
+    for pattern in (_ZH_MEMORY, _EN_MEMORY, _ZH_PAST_QUESTION, _EN_PAST_QUESTION):
+        m = pattern.search(message)
+        if m:
+            return m.group(0).strip()
+    return ""
+
+
+def clip_to_past(start: datetime, end: datetime, now: datetime) -> tuple[datetime, datetime] | None:
+    """[start, min(end, now)] when some of it is in the past, else None."""
+    stop = min(end, now)
+    if start >= stop:
+        return None
+    return start, stop
+
+
+def decide(message: str, *, has_past_range: bool, require_cue: bool = True) -> RecallDecision:
+    """Whether to answer from the diary. `has_past_range`: some range survives `clip_to_past`."""
+    if not has_past_range:
+        return RecallDecision(False, "")
+    cue = recall_cue(message)
+    if cue or not require_cue:
+        return RecallDecision(True, cue)
+    return RecallDecision(False, "")

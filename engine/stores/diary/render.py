@@ -1,0 +1,144 @@
+"""Turning diary rows into hits within the diary's token budget.
+
+Short ranges (at most `digest_over_turns` turns, or a single day) are answered with raw turns:
+all of them when they fit, else the most relevant ones. Long ranges get one digest per day (the
+memory LLM's when it is fresh, else one built from the day's tags), the most relevant days first
+when even those do not fit. Either way a pinned note says how many turns were left out, so the
+model does not claim that nothing else happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, tzinfo
+
+from engine.stores.base import Hit
+from engine.stores.diary.entry import DiaryEntry
+from engine.tokens import count_tokens, truncate_tokens
+
+STORE = "diary"
+NOTE_RESERVE = 60
+"""Tokens kept free for the 'N turns left out' note."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One in-range row."""
+
+    row: int
+    ts: int
+    day: str
+    """Local day, YYYY-MM-DD."""
+    tag: str
+    score: float
+    reason: str
+
+
+def fmt_range(start: datetime, end: datetime, tz: tzinfo) -> str:
+    a, b = start.astimezone(tz), end.astimezone(tz)
+    return f"[{a:%Y-%m-%d %H:%M}, {b:%Y-%m-%d %H:%M}) {_offset(a)}"
+
+
+def _offset(at: datetime) -> str:
+    z = at.strftime("%z")
+    return f"{z[:3]}:{z[3:]}" if len(z) == 5 else z
+
+
+def turn_text(entry: DiaryEntry, tz: tzinfo, *, max_tokens: int) -> str:
+    half = max(20, max_tokens // 2)
+    user = truncate_tokens(" ".join(entry.user.split()), half)
+    if user != " ".join(entry.user.split()):
+        user += "…"
+    reply = " ".join(entry.assistant.split())
+    short = truncate_tokens(reply, half)
+    if short != reply:
+        short += "…"
+    return f"[{entry.at.astimezone(tz):%Y-%m-%d %H:%M}] {{{{user}}}}: {user} / {{{{char}}}}: {short}"
+
+
+def raw_hits(
+    cands: Sequence[Candidate],
+    load: Callable[[list[Candidate]], list[DiaryEntry]],
+    *,
+    tz: tzinfo,
+    budget: int,
+    max_turn_tokens: int,
+    limit: int,
+) -> tuple[list[Hit], int]:
+    """(hits in chronological order, number left out). All turns when they fit the budget, else
+    the most relevant (then the latest) ones. Only the `limit` best candidates are read from disk."""
+    if len(cands) <= limit:
+        pool = list(cands)
+    else:
+        pool = sorted(cands, key=lambda c: (c.score, c.ts), reverse=True)[:limit]
+        pool.sort(key=lambda c: (c.ts, c.row))
+    entries = load(pool)
+    texts = [turn_text(e, tz, max_tokens=max_turn_tokens) for e in entries]
+    tokens = [count_tokens(t) for t in texts]
+    chosen: set[int] = set()
+    if sum(tokens) <= budget and len(pool) == len(cands):
+        chosen = set(range(len(pool)))
+    else:
+        room = budget - NOTE_RESERVE
+        for i in sorted(range(len(pool)), key=lambda i: (pool[i].score, pool[i].ts), reverse=True):
+            if tokens[i] <= room:
+                chosen.add(i)
+                room -= tokens[i]
+    hits = [
+        Hit(
+            store=STORE,
+            text=texts[i],
+            score=pool[i].score,
+            reason=pool[i].reason,
+            tokens=tokens[i],
+            meta={"kind": "turn", "id": entries[i].id, "time": entries[i].at.isoformat(), "tag": entries[i].tag},
+        )
+        for i in sorted(chosen)
+    ]
+    return hits, len(cands) - len(hits)
+
+
+def digest_hits(
+    cands: Sequence[Candidate],
+    digest_for: Callable[[str, list[Candidate]], tuple[str, str]],
+    *,
+    language: str,
+    budget: int,
+) -> tuple[list[Hit], int, int]:
+    """(one hit per day, turns left out, days left out). `digest_for(day, day_cands)` gives
+    (text, source); days are kept chronologically, the most relevant first when over budget."""
+    days: dict[str, list[Candidate]] = {}
+    for c in cands:
+        days.setdefault(c.day, []).append(c)
+    items = []
+    for day, group in days.items():
+        text, source = digest_for(day, group)
+        label = f"{len(group)} 轮" if language == "zh" else f"{len(group)} turns"
+        line = f"[{day}，{label}] {text}" if language == "zh" else f"[{day}, {label}] {text}"
+        score = max(c.score for c in group)
+        items.append((day, group, line, count_tokens(line), score, source))
+    total = sum(it[3] for it in items)
+    keep: set[str] = set()
+    if total <= budget:
+        keep = {it[0] for it in items}
+    else:
+        room = budget - NOTE_RESERVE
+        for it in sorted(items, key=lambda it: (it[4], it[0]), reverse=True):
+            if it[3] <= room:
+                keep.add(it[0])
+                room -= it[3]
+    hits = [
+        Hit(
+            store=STORE,
+            text=line,
+            score=score,
+            reason=f"{group[0].reason}; digest of {day} ({source})",
+            tokens=tok,
+            meta={"kind": "digest", "day": day, "turns": len(group), "source": source},
+        )
+        for day, group, line, tok, score, source in items
+        if day in keep
+    ]
+    left_turns = sum(len(group) for day, group, *_ in items if day not in keep)
+    return hits, left_turns, len(items) - len(keep)

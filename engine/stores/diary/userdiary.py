@@ -1,0 +1,281 @@
+"""One user's diary: the day files on disk, their index in memory, and the lock that guards both.
+
+`record` (background worker) and `retrieve` (request thread) share one `UserDiary`; every method
+takes `self.lock`. Opening loads the saved index and only stats the day files (size + mtime_ns);
+files that changed since the index was saved are re-hashed and, if their content changed,
+re-parsed. The same check runs again at most once per `REFRESH_S`, so hand edits are picked up.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable
+from datetime import datetime, timedelta, tzinfo
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from engine.adapters.embedder import Embedder
+from engine.errors import DataFileError, EmbedderError
+from engine.fileio import atomic_write_yaml
+from engine.paths import UserPaths
+from engine.stores.diary.dayfile import DAY_FILE, DayLoad, append_entry, day_file_name, load_day
+from engine.stores.diary.entry import DiaryEntry
+from engine.stores.diary.index import DiaryIndex, FileInfo
+
+log = logging.getLogger(__name__)
+
+REFRESH_S = 1.0
+"""How often (at most) a read re-stats every day file to pick up hand edits."""
+_DAY_CACHE = 64
+_SAVE_EVERY = 200
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class UserDiary:
+    def __init__(self, paths: UserPaths, *, tz: tzinfo, embedder: Embedder, progress: bool = False) -> None:
+        self.lock = threading.RLock()
+        self.dir = paths.diary_dir
+        self.digest_dir = self.dir / "digests"
+        self.cache_file = paths.cache / "diary" / "index.npz"
+        self.tz = tz
+        self.embedder = embedder
+        self.progress = progress
+        self.problems: list[str] = []
+        """Skipped or set-aside items seen so far, each naming its file and line."""
+        self.last_day: str | None = None
+        """Local day of the last turn recorded through this process (to notice a day closing)."""
+        self._days: OrderedDict[str, tuple[int, int, DayLoad]] = OrderedDict()
+        self._verified: dict[str, tuple[int, int]] = {}
+        self._appends = 0
+        self._last_refresh = 0.0
+        with self.lock:
+            loaded = DiaryIndex.load(self.cache_file, model_id=embedder.model_id, dim=embedder.dim)
+            self.index = loaded or DiaryIndex(model_id=embedder.model_id, dim=embedder.dim)
+            self.refresh(force=True)
+
+    # -- keeping the index true to the files -----------------------------------------------------
+
+    def refresh(self, *, force: bool = False) -> None:
+        """Re-stat every day file; re-index those that changed. Saves the index if anything did."""
+        with self.lock:
+            now = time.monotonic()
+            if not force and now - self._last_refresh < REFRESH_S:
+                return
+            self._last_refresh = now
+            on_disk: dict[str, os.stat_result] = {}
+            if self.dir.is_dir():
+                with os.scandir(self.dir) as it:
+                    for de in it:
+                        if DAY_FILE.match(de.name) and de.is_file():
+                            on_disk[de.name] = de.stat()
+            changed = False
+            for name in [n for n in self.index.files if n not in on_disk]:
+                self.index.remove_file(name)
+                changed = True
+            stale = [n for n, st in on_disk.items() if not self._matches(n, st)]
+            batch: list = []
+            for name in self._progress(sorted(stale)):
+                self._reindex(name, batch=batch)
+                changed = True
+            self.index.replace_files(batch)
+            changed = self.embed_missing() or changed
+            if changed:
+                self.save()
+
+    def _matches(self, name: str, st: os.stat_result) -> bool:
+        info = self.index.files.get(name)
+        return info is not None and info.size == st.st_size and info.mtime_ns == st.st_mtime_ns
+
+    def _progress(self, names: list[str]) -> Iterable[str]:
+        if self.progress and len(names) > 20:
+            from tqdm import tqdm
+
+            return tqdm(names, desc=f"diary index {self.dir.parent.name}", unit="day")
+        return names
+
+    def _reindex(self, name: str, *, batch: list | None = None) -> DayLoad | None:
+        """Bring one file's rows up to date (hash first: a touched but unchanged file is not parsed)."""
+        path = self.dir / name
+        try:
+            data = path.read_bytes()
+            st = path.stat()
+        except FileNotFoundError:
+            self.index.remove_file(name)
+            return None
+        sha = hashlib.sha256(data).hexdigest()
+        info = self.index.files.get(name)
+        if info is not None and info.sha == sha and len(data) == st.st_size:
+            self.index.files[name] = FileInfo(name, st.st_size, st.st_mtime_ns, sha, info.count)
+            self.index.dirty = True
+            return None
+        try:
+            load = load_day(path, tz=self.tz, repair=True)
+        except DataFileError as exc:
+            log.warning("diary: %s; the day is skipped until it is fixed", exc)
+            self.problems.append(str(exc))
+            load = DayLoad([], data, [str(exc)])
+        self.problems.extend(load.problems)
+        st = path.stat()
+        sha = hashlib.sha256(load.data).hexdigest()
+        info = FileInfo(name, st.st_size, st.st_mtime_ns, sha, len(load.entries))
+        if batch is not None:
+            batch.append((info, load.entries))  # the caller indexes the whole batch with one sort
+        else:
+            self.index.replace_file(info, load.entries)
+            self._days[name] = (st.st_size, st.st_mtime_ns, load)
+        return load
+
+    def sync_days(self, start: datetime, stop: datetime) -> None:
+        """Re-check (unthrottled) the day files a range touches, so a fresh hand edit is seen."""
+        day = start.astimezone(self.tz).date() - timedelta(days=1)
+        last = stop.astimezone(self.tz).date() + timedelta(days=1)
+        if (last - day).days > 62:
+            return  # long ranges rely on the throttled full refresh
+        changed = False
+        while day <= last:
+            name = day_file_name(day)
+            try:
+                st = (self.dir / name).stat()
+            except FileNotFoundError:
+                if name in self.index.files:
+                    self.index.remove_file(name)
+                    changed = True
+            else:
+                if not self._matches(name, st):
+                    self._reindex(name)
+                    changed = True
+            day += timedelta(days=1)
+        if changed:
+            self.embed_missing()
+
+    def embed_missing(self) -> bool:
+        """Embed tags that have no vector yet (new tags, or a new model). False if none."""
+        missing = self.index.missing_tags()
+        if not missing:
+            return False
+        try:
+            vectors = self.embedder.embed([self.index.tags[i] or " " for i in missing], role="passage")
+        except EmbedderError as exc:
+            log.warning("diary: embedding %d tags failed (%s); retried on the next write", len(missing), exc)
+            return False
+        self.index.set_vectors(missing, vectors)
+        return True
+
+    def save(self) -> None:
+        with self.lock:
+            self._hash_appended()
+            try:
+                self.index.save(self.cache_file)
+            except OSError as exc:  # derived data: a failed save only costs a rebuild later
+                log.warning("diary: cannot save the index %s (%s)", self.cache_file, exc)
+
+    def _hash_appended(self) -> None:
+        """Files we appended to carry no content hash yet; hash them while their stat still
+        matches what we wrote, so a later touch (same content, new mtime) is not re-parsed."""
+        for name, info in list(self.index.files.items()):
+            if info.sha:
+                continue
+            path = self.dir / name
+            try:
+                data = path.read_bytes()
+                st = path.stat()
+            except FileNotFoundError:
+                continue
+            if st.st_size == info.size == len(data) and st.st_mtime_ns == info.mtime_ns:
+                self.index.files[name] = FileInfo(name, info.size, info.mtime_ns, hashlib.sha256(data).hexdigest(), info.count)
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def append(self, entry: DiaryEntry, *, dedupe: bool) -> bool:
+        """Append `entry` to its local day's file (durable when this returns). False when
+        `dedupe` and an entry with its id already exists."""
+        with self.lock:
+            if dedupe and self.index.has_id(entry.id):
+                return False
+            name = day_file_name(entry.local_day(self.tz))
+            path = self.dir / name
+            try:
+                st = path.stat()
+                seen = (st.st_size, st.st_mtime_ns)
+            except FileNotFoundError:
+                seen = None
+            if seen is not None and self._verified.get(name) != seen:
+                # First append to this file in this process, or it changed: set aside a torn
+                # tail and end the file on a newline before adding to it; then re-index it.
+                load = load_day(path, tz=self.tz, repair=True)
+                if load.data and not load.data.endswith(b"\n"):
+                    with open(path, "ab") as f:
+                        f.write(b"\n")
+                        f.flush()
+                        os.fsync(f.fileno())
+                self.problems.extend(load.problems)
+                self._reindex(name)
+            info = self.index.files.get(name)
+            count = info.count if info is not None else 0
+            append_entry(path, entry)
+            st = path.stat()
+            self._verified[name] = (st.st_size, st.st_mtime_ns)
+            self.index.add(name, entry, count)
+            self.index.files[name] = FileInfo(name, st.st_size, st.st_mtime_ns, "", count + 1)
+            self._days.pop(name, None)
+            self._appends += 1
+            if self._appends % _SAVE_EVERY == 0:
+                self.embed_missing()
+                self.save()
+            return True
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def day(self, name: str) -> DayLoad:
+        """The parsed day file (kept while its size and mtime are unchanged)."""
+        path = self.dir / name
+        st = path.stat()
+        got = self._days.get(name)
+        if got is not None and got[0] == st.st_size and got[1] == st.st_mtime_ns:
+            self._days.move_to_end(name)
+            return got[2]
+        load = load_day(path, tz=self.tz, repair=False)
+        self._days[name] = (st.st_size, st.st_mtime_ns, load)
+        while len(self._days) > _DAY_CACHE:
+            self._days.popitem(last=False)
+        return load
+
+    def entries_for(self, rows: np.ndarray) -> list[DiaryEntry]:
+        """The entries at index rows (chronological rows in, same order out)."""
+        out: list[DiaryEntry] = []
+        for r in rows.tolist():
+            name = self.index.file_names[int(self.index.file[r])]
+            load = self.day(name)
+            item = int(self.index.item[r])
+            if item < len(load.entries):
+                out.append(load.entries[item])
+        return out
+
+    # -- digests --------------------------------------------------------------------------------
+
+    def digest(self, day: str, *, turns: int) -> str | None:
+        """The memory LLM's digest of `day` (YYYY-MM-DD) if one was written for its current turn count."""
+        path = self.digest_dir / f"{day}.yaml"
+        try:
+            data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506
+        except (OSError, yaml.YAMLError, UnicodeDecodeError):
+            return None
+        if not isinstance(data, dict) or data.get("turns") != turns or not isinstance(data.get("digest"), str):
+            return None
+        return data["digest"]
+
+    def write_digest(self, day: str, *, turns: int, text: str, by: str) -> None:
+        atomic_write_yaml(self.digest_dir / f"{day}.yaml", {"date": day, "turns": turns, "by": by, "digest": text})
+
+    def close(self) -> None:
+        with self.lock:
+            if self.index.dirty:
+                self.embed_missing()
+                self.save()

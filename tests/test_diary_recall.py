@@ -1,0 +1,71 @@
+"""Recall decision over a corpus: ordinary chat with time words must not pull in the diary,
+genuine questions about past turns must. Prints the rates; bounds them loosely."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from engine.stores.diary.recall import clip_to_past, decide, recall_cue
+from engine.timeparse import parse_time_ranges
+
+DATA = Path(__file__).parent / "data"
+TZ = ZoneInfo("Asia/Shanghai")
+NOW = datetime(2026, 11, 22, 15, 30, tzinfo=TZ)
+
+
+def _lines(name: str) -> list[str]:
+    text = (DATA / name).read_text(encoding="utf-8")
+    return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+
+
+def _fires(message: str, *, require_cue: bool = True) -> bool:
+    ranges = [clip_to_past(e.start, e.end, NOW) for e in parse_time_ranges(message, now=NOW)]
+    return decide(message, has_past_range=any(r is not None for r in ranges), require_cue=require_cue).use
+
+
+def test_false_trigger_and_recall_rates():
+    ordinary, recall = _lines("diary_ordinary.txt"), _lines("diary_recall.txt")
+    assert len(ordinary) >= 200 and len(recall) >= 50
+    with_time = [m for m in ordinary if parse_time_ranges(m, now=NOW)]
+    false = [m for m in ordinary if _fires(m)]
+    naive = [m for m in ordinary if _fires(m, require_cue=False)]
+    missed = [m for m in recall if not _fires(m)]
+    print(
+        f"\nordinary lines: {len(ordinary)}, with a time expression: {len(with_time)} "
+        f"({len(with_time) / len(ordinary):.1%})"
+        f"\nfalse triggers: {len(false)} ({len(false) / len(ordinary):.1%}); "
+        f"without the recall rule (any past range): {len(naive)} ({len(naive) / len(ordinary):.1%})"
+        f"\nrecall: {len(recall) - len(missed)}/{len(recall)} ({1 - len(missed) / len(recall):.1%})"
+    )
+    print("false triggers:", false)
+    print("missed:", missed)
+    assert len(false) / len(ordinary) <= 0.05
+    assert len(missed) / len(recall) <= 0.05
+
+
+@pytest.mark.parametrize(
+    "message, expected",
+    [
+        ("今天天气真好", False),
+        ("现在几点", False),
+        ("明天去上班", False),
+        ("see you tomorrow", False),
+        ("昨天没睡好，好困", False),
+        ("昨天我们聊了什么", True),
+        ("上周三我吃了什么", True),
+        ("what did I tell you last Tuesday?", True),
+        ("Do you remember what I said yesterday?", True),
+    ],
+    ids=lambda v: str(v),
+)
+def test_decision_table(message, expected):
+    assert _fires(message) is expected
+
+
+def test_future_range_never_fires_even_with_a_cue():
+    assert not _fires("明天我们聊什么")
+    assert recall_cue("你还记得吗") == "记得"
