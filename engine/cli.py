@@ -136,6 +136,37 @@ def cmd_facts(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    from engine.importers.moechat import import_moechat
+    from engine.importers.report import format_report
+
+    report = import_moechat(
+        args.root, user_id=args.user, char=args.char, agent=args.agent, tz=args.tz,
+        config_path=args.config, data_dir=args.data_dir, keep_thresholds=args.keep_thresholds,
+        overwrite_lore=args.overwrite_lore, progress=not args.no_progress and sys.stderr.isatty(),
+    )
+    print(format_report(report))
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from engine.service.run import serve
+
+    serve(args.config, host=args.host, port=args.port, workers=args.workers, data_dir=args.data_dir)
+    return 0
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    from engine.config import load_config, render_default_config
+
+    if args.check:
+        load_config(args.check)
+        print(f"{args.check}: ok")
+        return 0
+    print(render_default_config(), end="")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kioku", description="A multi-tier character memory engine (記憶).",
@@ -185,6 +216,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("text", nargs="*", help="fact text (add, edit)")
     _common(p)
     COMMANDS["facts"] = (p, cmd_facts)
+
+    p = _command(sub, "config", help="print every config key with its default and meaning, or validate a config file",
+                 example="kioku config > config.yaml   |   kioku config --check config.yaml")
+    p.add_argument("--check", type=Path, default=None, help="validate this file instead (unknown keys, types)")
+    COMMANDS["config"] = (p, cmd_config)
+
+    p = _command(sub, "import", help="import a MoeChat data folder: persona, world book, core facts, diary, window",
+                 example="kioku import moechat ~/MoeChat --user me --tz Asia/Shanghai")
+    p.add_argument("source", choices=["moechat"], help="the format of the folder")
+    p.add_argument("root", type=Path, help="MoeChat's folder holding config.yaml and data/")
+    p.add_argument("--char", default=None, help="kioku character id (default: MoeChat's Agent.char, made a valid id)")
+    p.add_argument("--agent", default=None, help="folder under data/agents/ to import (default: --char, else Agent.char)")
+    p.add_argument("--tz", default=None, help="zone MoeChat's machine ran in (default: the config's timezone)")
+    p.add_argument("--keep-thresholds", action="store_true",
+                   help="copy MoeChat's similarity thresholds (tuned for its own embedding model)")
+    p.add_argument("--overwrite-lore", action="store_true", help="replace world-book files that differ")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    _common(p)
+    COMMANDS["import"] = (p, cmd_import)
+
+    p = _command(sub, "serve", help="serve the OpenAI-compatible chat endpoint with memory and the memory API",
+                 example="KIOKU_API_TOKEN=secret kioku serve --port 8765")
+    p.add_argument("--host", default=None, help="address to bind (default: service.host, 127.0.0.1); "
+                   "a non-loopback address needs a token")
+    p.add_argument("--port", type=int, default=None, help="port (default: service.port, 8765)")
+    p.add_argument("--workers", type=int, default=1, help="worker processes (more than 1 needs short_term.backend: redis)")
+    _common(p, user=False)
+    COMMANDS["serve"] = (p, cmd_serve)
     return parser
 
 

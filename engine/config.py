@@ -19,7 +19,8 @@ from engine.fileio import parse_yaml, read_text_strict
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Attribute docstrings become field descriptions: they are the comments of config.yaml.
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class EmbedderConfig(_Strict):
@@ -32,7 +33,8 @@ class EmbedderConfig(_Strict):
     api_key_env: str = "KIOKU_EMBEDDING_API_KEY"
     api_key: SecretStr | None = Field(default=None, exclude=True)
     """Filled from the environment variable named by `api_key_env` when config loads."""
-    batch_size: int = Field(default=32, ge=1)
+    batch_size: int = Field(default=16, ge=1)
+    """Texts per embedding call; longer inputs are sent in chunks of this size."""
     timeout_s: float = Field(default=30.0, gt=0)
     cache: bool = True
     """Keep vectors in `.cache/embeddings.sqlite3`, keyed by (model id, text hash)."""
@@ -62,7 +64,14 @@ class ShortTermConfig(_Strict):
     redis_prefix: str = "kioku"
     redis_ttl_s: int | None = None
     cacheable: bool = True
+    """Redis only (BrainMemory's switch): False keeps the rolling summary in process memory
+    instead of Redis (the window is always stored); workers then do not share summaries."""
     chat_id: str = "default"
+    """Redis only: the conversation id in the key `{redis_prefix}:{user_id}:{character_id}/{chat_id}`."""
+    redis_lock_timeout_s: float = Field(default=120.0, gt=0)
+    """A write lock held longer than this (a summary fold waiting on a slow LLM) expires."""
+    redis_lock_wait_s: float = Field(default=30.0, gt=0)
+    """How long a write waits for another worker's lock on the same user before failing."""
 
 
 class TierCaps(_Strict):
@@ -130,7 +139,17 @@ class ServiceConfig(_Strict):
     token_env: str = "KIOKU_API_TOKEN"
     token: SecretStr | None = Field(default=None, exclude=True)
     cors_origins: list[str] = []
+    """Origins allowed by CORS (e.g. ["http://localhost:3000"]); empty turns CORS off."""
     max_body_bytes: int = 1_000_000
+    default_character: str | None = None
+    """Character used when the model name does not name one (None: such requests get a 404)."""
+    default_user: str = "default"
+    """User id when a request names none (no X-Kioku-User header, no `user` field)."""
+    client_system: Literal["ignore", "append"] = "ignore"
+    """What to do with the client's own system messages: drop them (the character's persona
+    stands), or append them as a system message after the persona."""
+    allow_remote_without_token: bool = False
+    """Bind a non-loopback address with no token set (only behind an authenticating proxy)."""
 
 
 class EngineConfig(_Strict):
@@ -314,3 +333,35 @@ def _key_lines(text: str) -> dict[tuple[str, ...], int]:
     if root is not None:
         walk(root, ())
     return out
+
+
+def render_default_config() -> str:
+    """The built-in defaults as a commented YAML file (how the top-level config.yaml is made:
+    `kioku config > config.yaml`)."""
+    lines = [
+        "# kioku configuration: every key with its default. Unknown keys are errors.",
+        "# Override per character under `config:` in character.yaml, or per deployment with",
+        "# KIOKU__SECTION__KEY=value environment variables. Secrets live only in the environment.",
+    ]
+
+    def emit(model: type[BaseModel], values: dict[str, Any], indent: str) -> None:
+        for name, field in model.model_fields.items():
+            if field.exclude:
+                continue
+            value = values[name]
+            if field.description:
+                for line in field.description.splitlines():
+                    lines.append(f"{indent}# {line.strip()}")
+            annotation = field.annotation
+            sub = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+            if sub is not None:
+                lines.append(f"{indent}{name}:")
+                emit(sub, value, indent + "  ")
+            else:
+                dumped = yaml.safe_dump({name: value}, allow_unicode=True, default_flow_style=True, width=1000).strip()
+                lines.append(f"{indent}{dumped[1:-1] if dumped.startswith('{') else dumped}")
+
+    defaults = EngineConfig().model_dump(mode="json")
+    emit(EngineConfig, defaults, "")
+    return "\n".join(lines) + "\n"
+

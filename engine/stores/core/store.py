@@ -156,6 +156,10 @@ class CoreMemoryStore:
             del user.pending[: len(batch)]
             self._save_pending(user)
 
+    def problems(self) -> list[str]:
+        """A broken file already fails retrieval with its file and line; nothing else degrades quietly."""
+        return []
+
     def close(self) -> None:
         with self._users_lock:
             users = list(self._users.values())

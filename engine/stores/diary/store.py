@@ -25,10 +25,12 @@ from engine.adapters.embedder import Embedder, thresholds_for
 from engine.adapters.llm import LLM
 from engine.config import DiaryConfig
 from engine.errors import LLMError
+from engine.fileio import append_text_durably
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
 from engine.stores.base import Hit, Message, Query, Turn
-from engine.stores.diary.entry import DiaryEntry
+from engine.stores.diary.dayfile import day_file_name, prepare_for_append
+from engine.stores.diary.entry import DiaryEntry, format_entry
 from engine.stores.diary.recall import clip_to_past, decide
 from engine.stores.diary.render import STORE, Candidate, digest_hits, fmt_range, raw_hits
 from engine.stores.diary.userdiary import UserDiary
@@ -293,6 +295,32 @@ class DiaryStore:
             with diary.lock:
                 diary.embed_missing()
         return added
+
+    def append_many(self, user_id: str, entries: Sequence[DiaryEntry], *, progress: bool = False) -> int:
+        """Bulk import: entries not already present (by id) are written with one fsynced append
+        per day file, then the changed files are re-indexed once (one sort, one embedding
+        batch, one index save). Returns how many were written."""
+        diary = self.user(user_id)
+        with diary.lock:
+            diary.refresh(force=True)
+            fresh = [e for e in dict((e.id, e) for e in entries).values() if not diary.index.has_id(e.id)]
+            if not fresh:
+                return 0
+            by_day: dict[str, list[DiaryEntry]] = {}
+            for e in fresh:
+                by_day.setdefault(day_file_name(e.local_day(self.tz)), []).append(e)
+            days = sorted(by_day.items())
+            if progress:
+                from tqdm import tqdm
+
+                days = tqdm(days, desc="diary days", unit="day")
+            for name, group in days:
+                path = diary.dir / name
+                # A torn tail is set aside and the file ends on a newline before we add to it.
+                prepare_for_append(path, tz=self.tz)
+                append_text_durably(path, "".join(format_entry(e) for e in group))
+            diary.refresh(force=True)
+        return len(fresh)
 
     def has_entry(self, user_id: str, entry_id: str) -> bool:
         diary = self.user(user_id)

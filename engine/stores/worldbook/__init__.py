@@ -1,6 +1,6 @@
 """The world book: author-written lore in YAML files, matched by keyword and by meaning.
 
-See FORMAT.md in this folder for the file formats.
+The file formats are documented in the README's world-book section.
 """
 
 from __future__ import annotations

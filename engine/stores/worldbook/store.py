@@ -128,6 +128,12 @@ class WorldBookStore:
         """Re-read changed files now; True when the active entries changed."""
         return self.book.refresh()
 
+    def problems(self) -> list[str]:
+        out = [str(e) for e in self.book.errors()]
+        if self.book.embed_error:
+            out.append(f"semantic matching degraded: {self.book.embed_error}")
+        return out
+
     def status(self) -> BookStatus:
         self.book.refresh()
         files = self.book.files

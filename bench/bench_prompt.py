@@ -1,0 +1,61 @@
+"""Foundation bench: build_prompt p50/p95 and record_turn for a character with a long history.
+
+    .venv/bin/python bench/bench_prompt.py [--messages 50000] [--repeat 50]
+
+Prints numbers and the ratio to the bare query embedding (the one embedding call a message
+needs); asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from harness import TZ, make_character, report, timed, write_history
+
+from engine.config import load_config
+from engine.orchestrator import MemoryOrchestrator
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--messages", type=int, default=50_000)
+    parser.add_argument("--repeat", type=int, default=50)
+    args = parser.parse_args()
+    now = datetime(2026, 11, 22, 20, 30, tzinfo=TZ)
+    with tempfile.TemporaryDirectory(prefix="kioku-bench-") as tmp:
+        data = Path(tmp)
+        make_character(data)
+        t = time.perf_counter()
+        write_history(data, "bench", args.messages, end=now - timedelta(hours=1))
+        print(f"generated {args.messages} history messages in {time.perf_counter() - t:.1f} s")
+        config = load_config(overrides={"data_dir": str(data), "llm": {"backend": "none"}}, env={})
+
+        t = time.perf_counter()
+        orch = MemoryOrchestrator.from_config("xiaoyue", config=config)
+        print(f"open orchestrator: {(time.perf_counter() - t) * 1000:.0f} ms")
+        t = time.perf_counter()
+        orch.build_prompt("你好", user_id="bench", now=now)
+        print(f"first build_prompt (loads the {args.messages}-message history, warms models): "
+              f"{(time.perf_counter() - t) * 1000:.0f} ms")
+
+        embed_only = timed(lambda: orch.embedder.embed(["我想坐缆车去上城\n去夜市街吃了豌杂面\n辣不辣呀？"], role="query"), args.repeat)
+        report("query embedding alone (the floor)", embed_only)
+        base = sorted(embed_only)[len(embed_only) // 2]
+        for message in ["我想坐缆车去上城看看", "昨天我们聊了什么？", "上个月我都干了什么", "what did I do last weekend?"]:
+            report(f"build_prompt {message!r}", timed(lambda: orch.build_prompt(message, user_id="bench", now=now), args.repeat), baseline_ms=base)
+
+        counter = iter(range(10**9))
+        record = timed(lambda: orch.record_turn(f"测试消息{next(counter)}", "好的", user_id="bench", at=now), args.repeat)
+        report("record_turn (durable append; background work queued)", record)
+        t = time.perf_counter()
+        orch.flush()
+        print(f"background work for {args.repeat} turns drained in {(time.perf_counter() - t) * 1000:.0f} ms")
+        orch.close()
+
+
+if __name__ == "__main__":
+    main()
