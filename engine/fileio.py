@@ -72,11 +72,15 @@ def atomic_write_yaml(path: Path, data: Any) -> None:
     atomic_write_text(path, dump_yaml(data))
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate mapping keys instead of silently keeping the last."""
+_BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False):
+class UniqueKeyLoader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """Safe loader (libyaml when available) that refuses duplicate mapping keys instead of
+    silently keeping the last one."""
+
+
+def _construct_mapping(loader: Any, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
     loader.flatten_mapping(node)
     seen: dict[Any, int] = {}
     for key_node, _ in node.value:
@@ -85,25 +89,22 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: b
             hash(key)
         except TypeError:
             raise yaml.constructor.ConstructorError(
-                None, None, f"unhashable key {key!r}", key_node.start_mark
+                None, None, f"a key must be text, got {type(key).__name__}", key_node.start_mark
             ) from None
         if key in seen:
             raise yaml.constructor.ConstructorError(
-                None,
-                None,
-                f"duplicate key {key!r} (first at line {seen[key] + 1})",
-                key_node.start_mark,
+                None, None, f"duplicate key {key!r} (first at line {seen[key] + 1})", key_node.start_mark
             )
         seen[key] = key_node.start_mark.line
-    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+    return yaml.constructor.SafeConstructor.construct_mapping(loader, node, deep=deep)
 
 
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 def parse_yaml(text: str, *, path: Path | str, unique_keys: bool = True) -> Any:
     """Parse YAML text; any problem becomes a DataFileError naming the file and the 1-based line."""
-    loader = _UniqueKeyLoader if unique_keys else yaml.SafeLoader
+    loader = UniqueKeyLoader if unique_keys else _BaseLoader
     try:
         return yaml.load(text, Loader=loader)  # noqa: S506 - both loaders are safe loaders
     except yaml.MarkedYAMLError as exc:

@@ -22,38 +22,11 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from engine.fileio import content_hash
+from engine.fileio import UniqueKeyLoader, content_hash
 from engine.stores.worldbook.matcher import fold, is_word_char
 from engine.stores.worldbook.model import DEFAULT_ORDER, BookError, Entry, Key
 
 # libyaml when available: a 10,000-entry book parses several times faster than in pure Python.
-_BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _BookLoader(_BaseLoader):  # type: ignore[misc, valid-type]
-    """Safe loader that rejects duplicate keys (YAML silently keeps the last one)."""
-
-
-def _construct_mapping(loader: Any, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    loader.flatten_mapping(node)
-    seen: dict[Any, int] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        try:
-            hash(key)
-        except TypeError:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"a key must be text, got {type(key).__name__}", key_node.start_mark
-            ) from None
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r} (first at line {seen[key] + 1})", key_node.start_mark
-            )
-        seen[key] = key_node.start_mark.line
-    return yaml.constructor.SafeConstructor.construct_mapping(loader, node, deep=deep)
-
-
-_BookLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 class ExtendedEntry(BaseModel):
@@ -128,7 +101,7 @@ def parse_bytes(data: bytes, *, path: Path) -> ParsedFile:
 
 def parse_text(text: str, *, file: str, name: str) -> tuple[list[Entry], list[BookError]]:
     """Entries and errors of one file's text; `file` is reported in errors, `name` prefixes uids."""
-    loader = _BookLoader(text)
+    loader = UniqueKeyLoader(text)
     try:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
