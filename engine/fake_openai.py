@@ -176,7 +176,7 @@ class FakeOpenAIServer:
                 self.wfile.write(b"data: " + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n")
                 self.wfile.flush()
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="fake-openai", daemon=True)
         self._thread.start()
@@ -193,6 +193,11 @@ class FakeOpenAIServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class _Server(ThreadingHTTPServer):
+    # Bursts of concurrent clients (bench, multi-worker tests) overflow the stdlib backlog of 5.
+    request_queue_size = 512
 
 
 def _completion(body: dict[str, Any], text: str) -> dict[str, Any]:

@@ -1,0 +1,151 @@
+"""The HTTP service: an OpenAI-compatible chat endpoint with memory, and the memory API.
+
+    uvicorn engine.service.app:factory --factory              # config from $KIOKU_CONFIG or ./config.yaml
+    kioku serve --port 8765                                    # the same, refusing unsafe binds
+
+One `MemoryOrchestrator` per character, opened on first use and closed (background writes drained)
+when the app shuts down.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import Depends, FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+
+from engine.adapters.embedder import Embedder
+from engine.config import EngineConfig, load_config
+from engine.factory import default_config_path
+from engine.orchestrator import MemoryOrchestrator
+from engine.paths import character_paths, validate_id
+from engine.service.auth import BodyLimit, make_auth
+from engine.service.errors import ServiceError, install_error_handlers
+
+log = logging.getLogger(__name__)
+
+CONFIG_ENV = "KIOKU_CONFIG"
+"""`factory()` reads the config file named here (else ./config.yaml, else built-in defaults)."""
+
+
+class Registry:
+    """The open orchestrators, one per character; thread-safe, opened lazily."""
+
+    def __init__(self, config: EngineConfig, *, embedder: Embedder | None = None) -> None:
+        self.config = config
+        self.embedder = embedder
+        self._open: dict[str, MemoryOrchestrator] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def available(self) -> list[str]:
+        agents = Path(self.config.data_dir) / "agents"
+        if not agents.is_dir():
+            return []
+        return sorted(p.name for p in agents.iterdir() if (p / "character.yaml").is_file())
+
+    def exists(self, character_id: str) -> bool:
+        try:
+            return character_paths(self.config.data_dir, character_id).character_file.is_file()
+        except ValueError:
+            return False
+
+    def get(self, character_id: str) -> MemoryOrchestrator:
+        validate_id(character_id, kind="character id")
+        orch = self._open.get(character_id)
+        if orch is not None:
+            return orch
+        if not self.exists(character_id):
+            raise ServiceError(
+                404, f"no character {character_id!r} in {self.config.data_dir}/agents "
+                f"(available: {', '.join(self.available()) or 'none'})", code="character_not_found",
+            )
+        with self._lock:
+            if self._closed:
+                raise ServiceError(503, "the service is shutting down", kind="server_error")
+            orch = self._open.get(character_id)
+            if orch is None:
+                log.info("opening character %s", character_id)
+                orch = MemoryOrchestrator.from_config(character_id, config=self.config, embedder=self.embedder)
+                self._open[character_id] = orch
+        return orch
+
+    def opened(self) -> list[str]:
+        return sorted(self._open)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            opened, self._open = list(self._open.values()), {}
+        for orch in opened:
+            orch.close()
+
+
+def create_app(
+    config_path: Path | str | None = None,
+    *,
+    config: EngineConfig | None = None,
+    data_dir: Path | str | None = None,
+    embedder: Embedder | None = None,
+) -> FastAPI:
+    """The service app. `config` wins over `config_path`; `data_dir` overrides the config's;
+    `embedder` replaces the configured one (tests share one loaded model)."""
+    if config is None:
+        config = load_config(config_path if config_path is not None else default_config_path())
+    if data_dir is not None:
+        config = config.model_copy(update={"data_dir": Path(data_dir)})
+    registry = Registry(config, embedder=embedder)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            from engine.service.chat import close_upstreams
+
+            await close_upstreams(app)
+            registry.close()
+
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        kioku_version = version("kioku")
+    except PackageNotFoundError:
+        kioku_version = "0"
+    app = FastAPI(
+        title="kioku",
+        version=kioku_version,
+        summary="OpenAI-compatible chat with character memory, and the memory API.",
+        lifespan=lifespan,
+    )
+    app.state.config = config
+    app.state.registry = registry
+    app.state.upstreams = {}
+    install_error_handlers(app)
+
+    from engine.service import chat, memory_api
+
+    auth = [Depends(make_auth(config.service))]
+    app.include_router(chat.router, dependencies=auth)
+    app.include_router(memory_api.router, dependencies=auth)
+    app.include_router(memory_api.public_router)
+
+    if config.service.cors_origins:
+        app.add_middleware(
+            CORSMiddleware, allow_origins=list(config.service.cors_origins), allow_methods=["*"],
+            allow_headers=["*"], expose_headers=["X-Kioku-Turn-Id", "X-Kioku-Character", "X-Kioku-User"],
+        )
+    app.add_middleware(BodyLimit, max_bytes=config.service.max_body_bytes)
+    return app
+
+
+def factory() -> FastAPI:
+    """For `uvicorn --factory` (and several `--workers`): config from $KIOKU_CONFIG, env overrides
+    (`KIOKU__SECTION__KEY=value`) and secrets as `load_config` reads them."""
+    path = os.environ.get(CONFIG_ENV)
+    return create_app(path if path else None)

@@ -1,0 +1,201 @@
+"""The memory API: prompt preview, the short-term state, core facts, diary entries, world-book status, health.
+
+Routes are plain functions (FastAPI runs them in its thread pool); the stores do file I/O.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from fastapi import APIRouter, Path, Query, Request, Response
+
+from engine.orchestrator import MemoryOrchestrator
+from engine.paths import validate_id
+from engine.service.errors import ServiceError
+from engine.service.models import (
+    DiaryEntryOut,
+    DiaryPage,
+    ErrorResponse,
+    FactIn,
+    FactOut,
+    Health,
+    HitOut,
+    PromptPreview,
+    PromptRequest,
+    ShortTermOut,
+    WindowMessageOut,
+    WorldBookStatusOut,
+)
+
+router = APIRouter(prefix="/v1/characters/{character}", tags=["memory"])
+public_router = APIRouter(tags=["health"])
+
+_ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (400, 401, 404, 413, 422, 503)}
+CharacterId = Path(min_length=1, max_length=64, examples=["xiaoyue"], description="character id (folder under data/agents/)")
+UserId = Path(min_length=1, max_length=64, examples=["alice"], description="user id")
+MAX_DIARY_DAYS = 366
+
+
+def _orch(request: Request, character: str) -> MemoryOrchestrator:
+    return request.app.state.registry.get(character)
+
+
+def _store(orch: MemoryOrchestrator, name: str) -> Any:
+    try:
+        return orch.store(name)
+    except KeyError:
+        raise ServiceError(404, f"the {name} store is disabled for character {orch.paths.root.name!r} "
+                           f"({name}.enabled: false)", code="store_disabled") from None
+
+
+def _user(user: str) -> str:
+    return validate_id(user, kind="user id")
+
+
+@public_router.get("/health", response_model=Health, responses={503: {"model": Health}}, summary="Liveness and Redis reachability")
+def health(request: Request, response: Response) -> Health:
+    config = request.app.state.config
+    redis_ok: bool | None = None
+    if config.short_term.backend == "redis":
+        import redis
+
+        client = redis.Redis.from_url(config.short_term.redis_url, socket_connect_timeout=1, socket_timeout=1)
+        try:
+            redis_ok = bool(client.ping())
+        except redis.RedisError:
+            redis_ok = False
+        finally:
+            client.close()
+    status = "ok" if redis_ok is not False else "degraded"
+    if status != "ok":
+        response.status_code = 503
+    return Health(status=status, version=request.app.version, short_term_backend=config.short_term.backend,
+                  redis=redis_ok, characters_open=request.app.state.registry.opened())
+
+
+@router.post("/users/{user}/prompt", response_model=PromptPreview, responses=_ERRORS,
+             summary="The prompt a chat message would get: messages, every hit and why it fired")
+def preview(request: Request, body: PromptRequest, character: str = CharacterId, user: str = UserId) -> PromptPreview:
+    orch = _orch(request, character)
+    result = orch.build_prompt(body.message, user_id=_user(user), now=body.now)
+    return PromptPreview(
+        messages=result.messages, hits=[_hit(h) for h in result.hits], dropped=[_hit(h) for h in result.dropped],
+        tokens=dict(result.tokens), timings_ms=dict(result.timings_ms), diagnostics=list(result.diagnostics),
+        now=result.now, query_text=result.query_text,
+    )
+
+
+@router.get("/users/{user}/short-term", response_model=ShortTermOut, responses=_ERRORS,
+            summary="The stored short-term window and rolling summary")
+def short_term(request: Request, character: str = CharacterId, user: str = UserId) -> ShortTermOut:
+    orch = _orch(request, character)
+    state = orch.short_term.state(_user(user))
+    return ShortTermOut(summary=state.brain.historical_summary,
+                        messages=[WindowMessageOut(**dataclasses.asdict(m)) for m in state.messages])
+
+
+@router.get("/users/{user}/facts", response_model=list[FactOut], responses=_ERRORS, summary="The user's core facts")
+def list_facts(request: Request, character: str = CharacterId, user: str = UserId,
+               include_deleted: bool = Query(False, description="also facts deleted (kept for their history)")) -> list[FactOut]:
+    store = _store(_orch(request, character), "core")
+    return [_fact(f) for f in store.facts(_user(user), include_deleted=include_deleted)]
+
+
+@router.post("/users/{user}/facts", response_model=FactOut, status_code=201, responses=_ERRORS,
+             summary="Add a core fact (an equal or near-duplicate fact is returned instead)")
+def add_fact(request: Request, body: FactIn, character: str = CharacterId, user: str = UserId) -> FactOut:
+    store = _store(_orch(request, character), "core")
+    return _fact(_checked(lambda: store.add_fact(_user(user), _text(body.text))))
+
+
+@router.put("/users/{user}/facts/{fact_id}", response_model=FactOut, responses=_ERRORS,
+            summary="Replace a fact's text (the old text goes to its history)")
+def update_fact(request: Request, body: FactIn, character: str = CharacterId, user: str = UserId,
+                fact_id: str = Path(min_length=1, max_length=64)) -> FactOut:
+    store = _store(_orch(request, character), "core")
+    return _fact(_checked(lambda: store.update_fact(_user(user), fact_id, _text(body.text))))
+
+
+@router.delete("/users/{user}/facts/{fact_id}", response_model=FactOut, responses=_ERRORS,
+               summary="Delete a fact (kept for its history unless purge=true)")
+def delete_fact(request: Request, character: str = CharacterId, user: str = UserId,
+                fact_id: str = Path(min_length=1, max_length=64),
+                purge: bool = Query(False, description="remove the fact and its history entirely")) -> FactOut:
+    store = _store(_orch(request, character), "core")
+    return _fact(_checked(lambda: store.delete_fact(_user(user), fact_id, purge=purge)))
+
+
+@router.get("/users/{user}/diary", response_model=DiaryPage, responses=_ERRORS,
+            summary="Diary entries in [start, end), oldest first")
+def diary(
+    request: Request, character: str = CharacterId, user: str = UserId,
+    start: str = Query(description="ISO date or time; a date is local midnight, a naive time is local",
+                       examples=["2026-11-20"], max_length=40),
+    end: str | None = Query(None, description="exclusive; default: one day after start", examples=["2026-11-22"],
+                            max_length=40),
+) -> DiaryPage:
+    orch = _orch(request, character)
+    store = _store(orch, "diary")
+    lo = _when(start, orch, "start")
+    hi = _when(end, orch, "end") if end else lo + timedelta(days=1)
+    if hi <= lo:
+        raise ServiceError(400, f"end ({hi.isoformat()}) must be after start ({lo.isoformat()})", code="bad_range")
+    if hi - lo > timedelta(days=MAX_DIARY_DAYS):
+        raise ServiceError(400, f"a range is at most {MAX_DIARY_DAYS} days (got {(hi - lo).days})", code="bad_range")
+    entries = store.entries(_user(user), lo, hi)
+    return DiaryPage(start=lo, end=hi, entries=[
+        DiaryEntryOut(id=e.id, at=e.at, tag=e.tag, user=e.user, assistant=e.assistant) for e in entries
+    ])
+
+
+@router.get("/world-book", response_model=WorldBookStatusOut, responses=_ERRORS,
+            summary="World-book files, entries, and every error with its file and line")
+def world_book(request: Request, character: str = CharacterId) -> WorldBookStatusOut:
+    status = _store(_orch(request, character), "world_book").status()
+    return WorldBookStatusOut(**dataclasses.asdict(status))
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def _checked(call: Any) -> Any:
+    from engine.stores.core.store import FactNotFoundError
+
+    try:
+        return call()
+    except FactNotFoundError as exc:
+        raise ServiceError(404, str(exc), code="fact_not_found") from None
+
+
+def _text(text: str) -> str:
+    if not text.strip():
+        raise ServiceError(400, "a fact needs some text (got only whitespace)", code="empty_fact")
+    if any(ord(c) < 32 and c not in "\t\n\r" or 0xD800 <= ord(c) <= 0xDFFF for c in text):
+        raise ServiceError(400, "a fact may not contain control characters", code="bad_fact_text")
+    return text
+
+
+def _when(value: str, orch: MemoryOrchestrator, name: str) -> datetime:
+    try:
+        if len(value.strip()) == 10:
+            d = date.fromisoformat(value.strip())
+            return datetime(d.year, d.month, d.day, tzinfo=orch.tz)
+        t = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ServiceError(400, f"{name} must be an ISO date or time, e.g. 2026-11-20 or 2026-11-20T08:00+08:00 "
+                           f"(got {value!r})", code="bad_time") from None
+    return t.replace(tzinfo=orch.tz) if t.tzinfo is None else t
+
+
+def _hit(h: Any) -> HitOut:
+    meta = {k: v if isinstance(v, (str, int, float, bool, type(None))) else str(v) for k, v in h.meta.items()}
+    return HitOut(store=h.store, text=h.text, score=h.score, reason=h.reason, tokens=h.tokens, pinned=h.pinned, meta=meta)
+
+
+def _fact(f: Any) -> FactOut:
+    return FactOut(
+        id=f.id, text=f.text, learned_at=f.learned_at, updated_at=f.updated_at, source_turns=list(f.source_turns),
+        history=[{"text": r.text, "until": r.until, "change": r.change} for r in f.history], deleted_at=f.deleted_at,
+    )

@@ -1,0 +1,189 @@
+"""Request and response models of the HTTP service (the OpenAPI schema is generated from them)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Text = Field(min_length=1, max_length=20_000)
+
+
+# -- OpenAI chat ---------------------------------------------------------------------------------
+
+
+class ContentPart(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    type: str
+    text: str | None = None
+
+
+class ChatMessage(BaseModel):
+    """An OpenAI chat message; list content (multi-part) is reduced to its text parts."""
+
+    model_config = ConfigDict(extra="allow")
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: str | list[ContentPart] | None = None
+    name: str | None = None
+
+    def text(self) -> str:
+        if self.content is None:
+            return ""
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(p.text or "" for p in self.content if p.type == "text")
+
+
+class ChatCompletionRequest(BaseModel):
+    """The OpenAI request body. Only the last user message is used as the new message; the engine's
+    built prompt (persona, memory, its own window) replaces the client's conversation."""
+
+    model_config = ConfigDict(extra="allow")
+    model: str = Field(min_length=1, max_length=200, examples=["xiaoyue", "xiaoyue/gpt-4o-mini"])
+    """`<character>` or `<character>/<upstream model>`."""
+    messages: list[ChatMessage] = Field(min_length=1, max_length=1000)
+    stream: bool = False
+    user: str | None = Field(default=None, max_length=200)
+    """The OpenAI end-user id; used as the engine's user id unless X-Kioku-User is set."""
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    max_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
+    max_completion_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
+    presence_penalty: float | None = Field(default=None, ge=-2, le=2)
+    frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
+    stop: str | list[str] | None = None
+    seed: int | None = None
+
+
+class ErrorBody(BaseModel):
+    message: str
+    type: str
+    code: str | None = None
+
+
+class ErrorResponse(BaseModel):
+    """OpenAI's error shape, used by every route."""
+
+    error: ErrorBody
+
+
+class ModelCard(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int = 0
+    owned_by: str = "kioku"
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[ModelCard]
+
+
+# -- memory API ----------------------------------------------------------------------------------
+
+
+class Health(BaseModel):
+    status: Literal["ok", "degraded"]
+    version: str
+    short_term_backend: str
+    redis: bool | None = None
+    """Whether Redis answers a ping (None with the file backend)."""
+    characters_open: list[str]
+
+
+class PromptRequest(BaseModel):
+    message: str = Text
+    now: datetime | None = None
+    """Answer as if at this time (naive = the character's zone); default now."""
+
+
+class HitOut(BaseModel):
+    store: str
+    text: str
+    score: float
+    reason: str
+    """Why it fired: the keyword, the time expression and range, the similarity."""
+    tokens: int
+    pinned: bool
+    meta: dict[str, Any]
+
+
+class PromptPreview(BaseModel):
+    """What a chat request with this message would send upstream, and why each piece is there."""
+
+    messages: list[dict[str, str]]
+    hits: list[HitOut]
+    dropped: list[HitOut]
+    """Hits over their threshold that a token budget trimmed."""
+    tokens: dict[str, int]
+    timings_ms: dict[str, float]
+    diagnostics: list[str]
+    now: datetime
+    query_text: str
+
+
+class FactIn(BaseModel):
+    text: str = Field(min_length=1, max_length=2000)
+
+
+class RevisionOut(BaseModel):
+    text: str
+    until: datetime
+    change: str
+
+
+class FactOut(BaseModel):
+    id: str
+    text: str
+    learned_at: datetime
+    updated_at: datetime | None = None
+    source_turns: list[str] = []
+    history: list[RevisionOut] = []
+    deleted_at: datetime | None = None
+
+
+class DiaryEntryOut(BaseModel):
+    id: str
+    at: datetime
+    tag: str
+    user: str
+    assistant: str
+
+
+class DiaryPage(BaseModel):
+    start: datetime
+    end: datetime
+    entries: list[DiaryEntryOut]
+
+
+class WindowMessageOut(BaseModel):
+    id: str
+    role: str
+    content: str
+    at: str
+    tokens: int
+
+
+class ShortTermOut(BaseModel):
+    """The stored short-term state: the rolling summary and the window messages."""
+
+    summary: str
+    messages: list[WindowMessageOut]
+
+
+class BookErrorOut(BaseModel):
+    file: str
+    line: int | None
+    message: str
+
+
+class WorldBookStatusOut(BaseModel):
+    folder: str
+    files: int
+    files_loaded: int
+    entries: int
+    semantic_keys: int
+    errors: list[BookErrorOut]
+    """Each broken file and line, and why (the last good version of the file stays active)."""
+    embed_error: str | None

@@ -1,0 +1,112 @@
+"""Run the service for tests and benches: in a thread of this process, or as a uvicorn process
+with several workers. Both listen on a free 127.0.0.1 port and stop by their own handle."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ServiceThread:
+    """`app` served by uvicorn in a daemon thread (lifespan on: closing drains the orchestrators)."""
+
+    def __init__(self, app: Any) -> None:
+        import uvicorn
+
+        self.port = free_port()
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, name="kioku-service", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> "ServiceThread":
+        self.thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the service did not start on {self.url}")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(30)
+
+    def __enter__(self) -> "ServiceThread":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class ServiceProcess:
+    """`uvicorn engine.service.app:factory --factory --workers N` with `env` added to this environment."""
+
+    def __init__(self, *, workers: int = 2, env: Mapping[str, str] | None = None, log_file: Path | None = None) -> None:
+        self.port = free_port()
+        self.workers = workers
+        self.env = {**os.environ, **(env or {})}
+        self.log_file = log_file
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 90.0) -> "ServiceProcess":
+        out = open(self.log_file, "wb") if self.log_file else subprocess.DEVNULL  # noqa: SIM115 - closed in stop()
+        self._out = out
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "engine.service.app:factory", "--factory", "--host", "127.0.0.1",
+             "--port", str(self.port), "--workers", str(self.workers), "--log-level", "warning",
+             "--timeout-keep-alive", "120"],  # idle pooled connections must not race a server-side close
+            env=self.env, stdout=out, stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"uvicorn exited with {self.proc.returncode}; see {self.log_file}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=1.0).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"the service did not answer on {self.url} within {timeout:g}s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+        if getattr(self, "_out", None) not in (None, subprocess.DEVNULL):
+            self._out.close()
+
+    def __enter__(self) -> "ServiceProcess":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
