@@ -250,23 +250,6 @@ def fact_to_dict(fact: Fact) -> dict[str, Any]:
     return out
 
 
-def fact_from_dict(data: Mapping[str, Any]) -> Fact:
-    """Inverse of `fact_to_dict` for the cache snapshot (already validated; no line numbers needed)."""
-    deleted = data.get("deleted_at")
-    return Fact(
-        id=data["id"],
-        text=data["text"],
-        learned_at=datetime.fromisoformat(data["learned_at"]),
-        updated_at=datetime.fromisoformat(data["updated_at"]),
-        source_turns=tuple(data["source_turns"]),
-        history=tuple(
-            Revision(text=r["text"], until=datetime.fromisoformat(r["until"]), change=r["change"])
-            for r in data["history"]
-        ),
-        deleted_at=datetime.fromisoformat(deleted) if deleted else None,
-    )
-
-
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml: ~10x faster on big files
 
 

@@ -41,6 +41,7 @@ from engine.stores.core.facts import Fact, Revision, dump_facts, new_fact_id, no
 from engine.stores.core.index import FactIndex, IndexCache, sync_index
 from engine.stores.core.ops import FactOp
 from engine.stores.core.rules import rule_ops
+from engine.stores.core.table import FactTable
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,7 @@ class _UserState:
     paths: UserPaths
     lock: threading.RLock = field(default_factory=threading.RLock)
     loaded: bool = False
-    facts: dict[str, Fact] = field(default_factory=dict)
+    facts: FactTable = field(default_factory=FactTable)
     index: FactIndex | None = None
     file_hash: str = ""
     signature: tuple[int, ...] | None = None
@@ -325,8 +326,11 @@ class CoreMemoryStore:
             return user.facts[applied.fact_id]
 
     def _require(self, user_id: str, fact_id: str) -> Fact:
-        fact = next((f for f in self.facts(user_id) if f.id == fact_id), None)
-        if fact is None:
+        user = self._open(user_id)
+        with user.lock:
+            self._refresh(user)
+            fact = user.facts.get(fact_id)  # one lookup, not a listing of every fact
+        if fact is None or not fact.live:
             raise FactNotFoundError(f"no fact {fact_id!r} for user {user_id!r}")
         return fact
 
@@ -383,8 +387,9 @@ class CoreMemoryStore:
         small = signature is not None and signature[1] < _ALWAYS_HASH_BYTES
         if user.loaded and signature == user.signature and not small and user.broken is None:
             return
-        data = read_text_strict(path) if signature is not None else ""
-        file_hash = content_hash(data)
+        # The hash of the raw bytes is the hash of the decoded text (content_hash encodes to UTF-8);
+        # decoding and re-encoding 20 MB only to compare it would be wasted when nothing changed.
+        file_hash = content_hash(path.read_bytes() if signature is not None else b"")
         if user.loaded and file_hash == user.file_hash and user.broken is None:
             user.signature = signature
             return
@@ -392,11 +397,15 @@ class CoreMemoryStore:
         if not user.loaded:
             cached = cache.load()
             if cached is not None and cached.file_hash == file_hash and cached.facts is not None:
-                # Fast path: the file is what the cache was built from.
-                user.facts = {f.id: f for f in cached.facts}
+                # Fast path: the file is what the cache was built from; no YAML is parsed.
+                user.facts = cached.facts
                 user.index, user.file_hash, user.signature, user.loaded = cached.index, file_hash, signature, True
                 return
             user.index = cached.index if cached is not None else FactIndex(int(self.embedder.dim))
+        # Read again as text: reports bad UTF-8 with its line, and the hash is of what is parsed
+        # (the file may have changed since the read above).
+        data = read_text_strict(path) if signature is not None else ""
+        file_hash = content_hash(data)
         try:
             facts = parse_facts(data, path=path, tz=self.tz, default_time=_mtime(path, self.tz))
         except DataFileError as exc:
@@ -404,15 +413,15 @@ class CoreMemoryStore:
             user.broken = exc
             raise
         user.broken = None
-        user.facts = {f.id: f for f in facts}
+        user.facts = FactTable(facts)
         user.file_hash, user.signature, user.loaded = file_hash, signature, True
         self._sync(user)
         if user.facts or path.exists():
-            cache.save(user.index, file_hash=file_hash, facts=list(user.facts.values()))
+            cache.save(user.index, file_hash=file_hash, facts=user.facts.values())
 
     def _sync(self, user: _UserState) -> None:
         assert user.index is not None
-        self.embedded += sync_index(user.index, list(user.facts.values()), self.embedder)
+        self.embedded += sync_index(user.index, user.facts.values(), self.embedder)
 
     def _writable(self, user: _UserState) -> None:
         if user.broken is not None:
@@ -423,14 +432,15 @@ class CoreMemoryStore:
             )
 
     def _write(self, user: _UserState) -> None:
+        # Rewrites the whole file and cache, under the user's lock: at 100,000 facts one write takes
+        # ~15 s (almost all in PyYAML's representer), and that user's retrieval waits meanwhile.
         assert user.index is not None
         text = dump_facts(user.facts.values())
         atomic_write_text(user.paths.core_file, text)
         user.file_hash = content_hash(text)
         user.signature = _signature(user.paths.core_file)
-        IndexCache(user.paths.cache, self.embedder).save(
-            user.index, file_hash=user.file_hash, facts=list(user.facts.values())
-        )
+        cache = IndexCache(user.paths.cache, self.embedder)
+        cache.save(user.index, file_hash=user.file_hash, facts=user.facts.values())
 
     def _load_pending(self, user: _UserState) -> None:
         path = user.paths.cache / PENDING_FILE

@@ -1,0 +1,154 @@
+"""The core cache: a warm open serves the facts from the column snapshot in `.cache/`, never from a
+YAML parse, and what it serves is exactly what parsing `core_mem.yml` gives."""
+
+import json
+import logging
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+import pytest
+
+import engine.stores.core.store as store_module
+from engine.config import CoreConfig
+from engine.paths import CharacterPaths
+from engine.prompts import Prompts
+from engine.stores.base import Query
+from engine.stores.core import CoreMemoryStore
+from engine.stores.core.facts import fact_to_dict
+
+TZ = ZoneInfo("Asia/Shanghai")
+T0 = datetime(2026, 11, 2, 20, 0, tzinfo=TZ)
+
+# Every shape the file allows: history, a deleted fact, several source turns, hand-added entries.
+FILE = """\
+- id: fa
+  text: 住在成都
+  learned_at: '2026-10-01T09:00:00+08:00'
+  updated_at: '2026-11-05T09:12:00+08:00'
+  source_turns: [t-0001, t-0042]
+  history:
+  - text: 住在重庆
+    until: '2026-11-05T09:12:00+08:00'
+    change: update
+- id: fb
+  text: 养了一只猫叫小白
+  learned_at: '2026-10-02T10:00:00+08:00'
+  updated_at: '2026-10-02T10:00:00+08:00'
+  source_turns: [t-0002]
+  history:
+  - text: 养了一只猫叫小白
+    until: '2026-11-09T08:00:00+08:00'
+    change: delete
+  deleted_at: '2026-11-09T08:00:00+08:00'
+- text: 喜欢爬山
+  learned_at: 2026-10-03 08:00
+- 讨厌吃香菜
+- id: fe
+  text: 在学日语
+  learned_at: '2026-10-04T10:00:00+08:00'
+  source_turns: [t-0002]
+"""
+
+
+class CountingEmbedder:
+    def __init__(self, inner):
+        self.inner, self.passages = inner, []
+        self.model_id, self.dim, self.default_thresholds = inner.model_id, inner.dim, inner.default_thresholds
+
+    def embed(self, texts, *, role="passage"):
+        if role == "passage":
+            self.passages.extend(texts)
+        return self.inner.embed(texts, role=role)
+
+
+@pytest.fixture
+def make_store(tmp_path, embedder):
+    made = []
+
+    def make():
+        store = CoreMemoryStore(paths=CharacterPaths(tmp_path / "xiaoyue"), config=CoreConfig(),
+                                embedder=CountingEmbedder(embedder), llm=None, prompts=Prompts("zh"), tz=TZ)
+        made.append(store)
+        return store
+
+    yield make
+    for store in made:
+        store.close()
+
+
+@pytest.fixture
+def core_file(tmp_path):
+    path = CharacterPaths(tmp_path / "xiaoyue").user("alice").core_file
+    path.parent.mkdir(parents=True)
+    path.write_text(FILE, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def no_yaml(monkeypatch):
+    """Fail the test if the store parses core_mem.yml."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("core_mem.yml was parsed")
+
+    monkeypatch.setattr(store_module, "parse_facts", refuse)
+
+
+def ask(store, message):
+    vector = store.embedder.inner.embed([message], role="query")[0]
+    return store.retrieve(Query(message=message, user_id="alice", now=T0, recent=(), text=message, vector=vector))
+
+
+def test_warm_open_equals_a_parse_and_parses_no_yaml(make_store, core_file, request):
+    parsed = make_store().facts("alice", include_deleted=True)
+    assert [f.text for f in parsed] == ["住在成都", "养了一只猫叫小白", "喜欢爬山", "讨厌吃香菜", "在学日语"]
+    request.getfixturevalue("no_yaml")
+    warm = make_store()
+    # A hit first (builds one Fact), then the full listing (builds the rest, in file order).
+    [hit] = ask(warm, "我住在哪里？")
+    assert hit.text == "- 住在成都（2026-11-05 记下）" and hit.meta["learned_at"] == "2026-10-01T09:00:00+08:00"
+    assert warm.facts("alice", include_deleted=True) == parsed
+    assert [f.text for f in warm.facts("alice")] == ["住在成都", "喜欢爬山", "讨厌吃香菜", "在学日语"]
+    assert warm.embedder.passages == []
+
+
+def test_write_after_a_warm_open_keeps_order_and_history(make_store, core_file, request):
+    make_store().facts("alice")  # builds the cache
+    request.getfixturevalue("no_yaml")
+    warm = make_store()
+    ask(warm, "我讨厌吃什么？")  # some rows built, the rest still columns
+    updated = warm.update_fact("alice", "fe", "在学法语", at=T0)
+    assert [(r.text, r.change) for r in updated.history] == [("在学日语", "update")]
+    again = make_store()
+    facts = again.facts("alice", include_deleted=True)
+    assert [f.text for f in facts] == ["住在成都", "养了一只猫叫小白", "喜欢爬山", "讨厌吃香菜", "在学法语"]
+    assert facts[-1] == updated and facts[:-1] == warm.facts("alice", include_deleted=True)[:-1]
+    assert warm.embedder.passages == ["在学法语"] and again.embedder.passages == []
+
+
+def test_version_1_cache_keeps_its_vectors(make_store, core_file):
+    """A cache written before the column snapshot: its index is reused, the file parsed once."""
+    parsed = make_store().facts("alice", include_deleted=True)
+    state_path = CharacterPaths(core_file.parents[2]).user("alice").cache / "core_state.json"
+    state = json.loads(state_path.read_text(encoding="utf-8"))
+    entries = state["entries"]
+    state.update(
+        version=1,
+        entries={f: [i, h] for f, i, h in zip(entries["fact"], entries["faiss"], entries["hash"])},
+        facts=[fact_to_dict(f) for f in parsed],
+    )
+    state_path.write_text(json.dumps(state, ensure_ascii=False), encoding="utf-8")
+    upgraded = make_store()
+    assert upgraded.facts("alice", include_deleted=True) == parsed and upgraded.embedder.passages == []
+    assert json.loads(state_path.read_text(encoding="utf-8"))["version"] == 2
+
+
+def test_snapshot_that_disagrees_is_rebuilt_with_a_warning(make_store, core_file, caplog):
+    parsed = make_store().facts("alice", include_deleted=True)
+    state_path = CharacterPaths(core_file.parents[2]).user("alice").cache / "core_state.json"
+    state = json.loads(state_path.read_text(encoding="utf-8"))
+    state["facts"]["text"].pop()
+    state_path.write_text(json.dumps(state, ensure_ascii=False), encoding="utf-8")
+    with caplog.at_level(logging.WARNING):
+        assert make_store().facts("alice", include_deleted=True) == parsed
+    assert "corrupt" in caplog.text and "differ in length" in caplog.text
