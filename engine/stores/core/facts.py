@@ -32,7 +32,7 @@ from zoneinfo import ZoneInfo
 import yaml
 
 from engine.errors import DataFileError
-from engine.fileio import parse_yaml
+from engine.fileio import dump_yaml, parse_yaml
 
 Change = Literal["update", "delete"]
 
@@ -250,10 +250,5 @@ def fact_to_dict(fact: Fact) -> dict[str, Any]:
     return out
 
 
-_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml: ~10x faster on big files
-
-
 def dump_facts(facts: Iterable[Fact]) -> str:
-    return yaml.dump(
-        [fact_to_dict(f) for f in facts], Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=1000
-    )
+    return dump_yaml([fact_to_dict(f) for f in facts])
