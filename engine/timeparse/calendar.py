@@ -154,3 +154,35 @@ def rolling_months(now: datetime, months: int) -> Range:
 def nth_weekday(year: int, month: int, weekday: int, n: int) -> date:
     first = date(year, month, 1)
     return first + timedelta(days=(weekday - first.weekday()) % 7 + 7 * (n - 1))
+
+
+# Thirds of a month, shared by 上旬/中旬/下旬, 月初/月中/月底 and early/mid/late:
+# early = days 1–10, mid = 11–20, late = 21 to the month's last day.
+MONTH_THIRDS: dict[str, tuple[int, int]] = {"early": (1, 10), "mid": (11, 20), "late": (21, 31)}
+
+
+def month_part_range(tz: tzinfo, year: int, month: int, part: str) -> Range:
+    lo, hi = MONTH_THIRDS[part]
+    hi = min(hi, _stdcal.monthrange(year, month)[1])
+    return days_range(tz, date(year, month, lo), date(year, month, hi))
+
+
+def month_week_range(tz: tzinfo, year: int, month: int, n: int) -> Range | None:
+    """Week n of a month = days 7n−6 … 7n (n = −1: the month's last 7 days).
+
+    Day-based rather than ISO weeks so "the first week of October" never starts in
+    September; weeks 5 is the month's remaining 1–3 days.
+    """
+    last = _stdcal.monthrange(year, month)[1]
+    if n == -1:
+        return days_range(tz, date(year, month, last - 6), date(year, month, last))
+    first = 7 * n - 6
+    if not 1 <= first <= last:
+        return None
+    return days_range(tz, date(year, month, first), date(year, month, min(7 * n, last)))
+
+
+def same_day_shifted(today: date, *, years: int = 0, months: int = 0) -> date:
+    """The same calendar day N years / months back or ahead (Feb 29 / the 31st clamp to month end)."""
+    y, m = shift_month(today.year + years, today.month, months)
+    return date(y, m, min(today.day, _stdcal.monthrange(y, m)[1]))

@@ -45,6 +45,12 @@ class Atom:
     dom: int | None = None
     bare_weekday: int | None = None
     kind_name: str = ""
+    # Range atoms that are a whole calendar month or ISO week: a day-of-month,
+    # weekday or weekend next to them is resolved inside them (上个月10号,
+    # "the 10th of last month", 上周的周三, "Tuesday night last week").
+    period: str | None = None  # "month" | "week"
+    # 左右 / 前后 / "around": widen the resolved day or hour (see ``widen``).
+    approx: bool = False
 
 
 def _clock_hour(hour: int, part: str | None, fixed: bool) -> int:
@@ -57,43 +63,105 @@ def _clock_hour(hour: int, part: str | None, fixed: bool) -> int:
     return hour
 
 
+def _anchor(period: Atom, inner: Atom, s: int, e: int) -> Atom | None:
+    """Resolve a day-of-month / bare weekday / bare weekend inside a month or week atom."""
+    if period.period is None or period.start is None:
+        return None
+    first = period.start.date()
+    tz = period.start.tzinfo
+    assert tz is not None
+    if period.period == "month" and inner.kind == "daynum" and inner.dom is not None:
+        d = valid_date(first.year, first.month, inner.dom)
+        if d is None:  # 上个月31号 in a 30-day month: keep the month, swallow the number
+            return replace(period, s=s, e=e)
+        return Atom(s, e, "day", day=d, month=first.month, dom=inner.dom, kind_name="month+day_of_month")
+    if period.period == "week" and inner.kind == "day" and inner.bare_weekday is not None:
+        d = first + timedelta(days=inner.bare_weekday)
+        return replace(inner, s=s, e=e, day=d, bare_weekday=None, kind_name="week+weekday")
+    if period.period == "week" and inner.kind == "range" and inner.bare_weekday is not None:
+        # A bare weekend (周末, "the weekend") carries bare_weekday=5: its Saturday.
+        sat = first + timedelta(days=inner.bare_weekday)
+        return Atom(s, e, "range", start=at(tz, sat), end=at(tz, sat + timedelta(days=2)), kind_name="weekend")
+    return None
+
+
 def _combine(a: Atom, b: Atom, lang: str) -> Atom | None:
     """Glue b onto a if they form one expression, else None."""
-    if a.kind == "day" and a.part is None and a.hour is None and b.kind == "part":
+    if a.period is not None and a.kind == "range":
+        anchored = _anchor(a, b, a.s, b.e)
+        if anchored is not None:
+            return anchored
+    if lang == "en" and b.period is not None and b.kind == "range":
+        anchored = _anchor(b, a, a.s, b.e)  # "the 10th of last month", "Tuesday night last week"
+        if anchored is not None:
+            return anchored
+    if a.kind == "day" and a.part is None and b.kind == "part":
+        if a.hour is not None:
+            # "at 3 yesterday afternoon": the part fixes an am/pm-less hour.
+            return replace(a, e=b.e, part=b.part, hour=_clock_hour(a.hour, b.part, a.meridiem_fixed),
+                           kind_name=a.kind_name + "+part")
         return replace(a, e=b.e, part=b.part, kind_name=a.kind_name + "+part")
     if a.kind in ("day", "part") and a.hour is None and b.kind == "clock":
         hour = _clock_hour(b.hour or 0, a.part, b.meridiem_fixed)
-        return replace(a, e=b.e, hour=hour, alone_ok=True, kind_name=(a.kind_name or a.kind) + "+clock")
+        return replace(a, e=b.e, hour=hour, alone_ok=True, approx=a.approx or b.approx,
+                       meridiem_fixed=b.meridiem_fixed or a.part is not None,
+                       kind_name=(a.kind_name or a.kind) + "+clock")
     if lang == "en" and a.kind == "clock" and b.kind == "day" and b.hour is None:
         hour = _clock_hour(a.hour or 0, b.part, a.meridiem_fixed)
-        return replace(b, s=a.s, hour=hour, kind_name=b.kind_name + "+clock")
+        return replace(b, s=a.s, hour=hour, approx=a.approx, meridiem_fixed=a.meridiem_fixed or b.part is not None,
+                       kind_name=b.kind_name + "+clock")
+    # "Around" lets a day-of-month stand alone ("around the 10th") but not a bare clock:
+    # 三点左右 without a day or part of day is still ambiguous between 3am and 3pm.
+    if lang == "zh" and b.kind == "approx" and a.kind in ("day", "daynum", "clock") and not a.approx:
+        return replace(a, e=b.e, approx=True, alone_ok=a.alone_ok or a.kind != "clock")
+    if lang == "en" and a.kind == "approx" and b.kind in ("day", "daynum", "clock"):
+        return replace(b, s=a.s, approx=True, alone_ok=b.alone_ok or b.kind != "clock")
     if lang == "en" and a.kind == "clock" and b.kind == "part" and a.hour is not None:
         # "3 in the afternoon": a part attached after the clock.
         return replace(b, s=a.s, hour=_clock_hour(a.hour, b.part, a.meridiem_fixed), kind_name="part+clock")
     return None
 
 
+# 左右 / 前后 / "around" widen a day by this many days each side, an hour by one hour.
+APPROX_DAYS = 3
+APPROX_HOURS = 1
+
+
+def _day_or_hour(tz: tzinfo, d: date, hour: int | None, approx: bool) -> tuple[datetime, datetime]:
+    if hour is None:
+        if approx:
+            return at(tz, d - timedelta(days=APPROX_DAYS)), at(tz, d + timedelta(days=APPROX_DAYS + 1))
+        return day_range(tz, d)
+    if approx:
+        # Wall-clock hours; "around midnight" borrows the previous day's last hour.
+        lo = at(tz, d - timedelta(days=1), 24 + hour - APPROX_HOURS)
+        return lo, at(tz, d, hour + 1 + APPROX_HOURS)
+    return at(tz, d, hour), at(tz, d, hour + 1)
+
+
 def resolve(a: Atom, tz: tzinfo, today: date) -> tuple[datetime, datetime] | None:
     if a.kind == "range":
         assert a.start is not None and a.end is not None
         return a.start, a.end
+    if a.kind == "approx":
+        return None
     if a.kind == "daynum":
-        return None if a.day is None or not a.alone_ok else day_range(tz, a.day)
+        return None if a.day is None or not a.alone_ok else _day_or_hour(tz, a.day, None, a.approx)
     if a.kind == "clock":
         if not a.alone_ok or a.hour is None:
             return None
-        return at(tz, today, a.hour), at(tz, today, a.hour + 1)
+        return _day_or_hour(tz, today, a.hour, a.approx)
     if a.kind == "part" and not a.alone_ok:
         return None
     d = a.day if a.kind == "day" else today
     if d is None:
         return None
     if a.hour is not None:
-        return at(tz, d, a.hour), at(tz, d, a.hour + 1)
+        return _day_or_hour(tz, d, a.hour, a.approx)
     if a.part is not None:
         h0, h1 = PARTS[a.part]
         return at(tz, d, h0), at(tz, d, h1)
-    return day_range(tz, d)
+    return _day_or_hour(tz, d, None, a.approx)
 
 
 def _inherit(a: Atom, b: Atom) -> Atom:
@@ -120,6 +188,34 @@ def _inherit(a: Atom, b: Atom) -> Atom:
     return b
 
 
+def _inherit_left(a: Atom, b: Atom) -> Atom:
+    """The left end of a range takes what it left out from a more specific right end.
+
+    'from the 10th to the 15th of last month': the day-of-month takes the right end's month.
+    """
+    if a.kind == "day" and a.bare_weekday is not None and b.kind == "day" and b.day is not None \
+            and b.bare_weekday is None:
+        # "Monday to Wednesday last week": the bare weekday is the one on or before the right end.
+        return replace(a, day=b.day - timedelta(days=(b.day.weekday() - a.bare_weekday) % 7))
+    if a.kind != "daynum" or a.dom is None or b.kind != "day" or b.day is None or b.month is None:
+        return a
+    y, m = b.day.year, b.day.month
+    for _ in range(3):
+        d = valid_date(y, m, a.dom)
+        if d is not None and d <= b.day:
+            return replace(a, kind="day", day=d)
+        y, m = shift_month(y, m, -1)
+    return a
+
+
+def _same_month(a: Atom, b: Atom) -> Atom:
+    """'上个月10号和20号', 'May 3 and the 5th': a listed day-of-month stays in the month just named."""
+    if b.kind != "daynum" or b.dom is None or a.kind != "day" or a.day is None or a.month is None:
+        return b
+    d = valid_date(a.day.year, a.day.month, b.dom)
+    return b if d is None else replace(b, kind="day", day=d, month=a.month, alone_ok=True)
+
+
 def compose(
     atoms: list[Atom],
     text: str,
@@ -129,6 +225,7 @@ def compose(
     gap: re.Pattern[str],
     connector: re.Pattern[str],
     range_prefix: re.Pattern[str],
+    enum: re.Pattern[str] | None = None,
 ) -> list[Hit]:
     atoms = _drop_overlaps(atoms)
     units: list[Atom] = []
@@ -145,13 +242,18 @@ def compose(
     while i < len(units):
         a = units[i]
         if i + 1 < len(units):
+            if enum is not None and enum.fullmatch(text[a.e : units[i + 1].s]):
+                units[i + 1] = _same_month(a, units[i + 1])
+                if a.kind == "daynum" and units[i + 1].month is not None:
+                    # "the 10th and the 12th of last month": the listed day takes the later month.
+                    a = units[i] = replace(_inherit_left(a, units[i + 1]), alone_ok=True)
             b = units[i + 1]
             m = connector.fullmatch(text[a.e : b.s])
             if m is not None:
                 pre = range_prefix.search(text[: a.s])
                 needs_prefix = bool(m.groupdict().get("needs_prefix"))
                 if not needs_prefix or pre is not None:
-                    ra = resolve(replace(a, alone_ok=True), tz, today)
+                    ra = resolve(replace(_inherit_left(a, b), alone_ok=True), tz, today)
                     rb = resolve(replace(_inherit(a, b), alone_ok=True), tz, today)
                     if ra is not None and rb is not None and rb[1] > ra[0]:
                         s = pre.start() if pre is not None else a.s

@@ -11,53 +11,24 @@ import re
 from datetime import date, datetime, timedelta
 
 from . import calendar as cal
+from . import en_periods
 from .calendar import Hit
 from .compose import Atom, compose
+from .en_words import (
+    FEST_RX as _FEST_RX,
+    FESTIVALS as _FESTIVALS,
+    MONTH,
+    MONTHS as _MONTHS,
+    NUMS as _NUMS,
+    NUMW,
+    ORD,
+    PARTS as _PARTS,
+    SAFE_MONTHS as _SAFE_MONTHS,
+    WD_ABBR as _WD_ABBR,
+    WD_ANY,
+    WEEKDAYS as _WEEKDAYS,
+)
 from .festivals import festival_date
-
-_NUMS = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
-    "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20,
-    "thirty": 30, "couple": 2, "couple of": 2, "a couple": 2, "a couple of": 2, "few": 3, "a few": 3,
-    "several": 3,
-}
-NUMW = r"(?:\d{1,3}|a couple of|a couple|couple of|a few|few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty)"
-
-_WEEKDAYS = {"monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5, "sunday": 6}
-_WD_ABBR = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "thu": 3, "thur": 3, "thurs": 3, "fri": 4, "sat": 5, "sun": 6}
-WD_FULL = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
-WD_ANY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tues|thurs|thur|mon|tue|wed|thu|fri|sat|sun)"
-
-_MONTHS = {
-    "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7,
-    "august": 8, "september": 9, "october": 10, "november": 11, "december": 12,
-    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "sept": 9,
-    "oct": 10, "nov": 11, "dec": 12,
-}
-MONTH = r"(?:january|february|march|april|may|june|july|august|september|october|november|december|sept|jan|feb|mar|apr|jun|jul|aug|sep|oct|nov|dec)"
-# Full names that are unambiguous on their own.
-_SAFE_MONTHS = {"january", "february", "april", "june", "july", "august", "september", "october", "november", "december"}
-ORD = r"(?:st|nd|rd|th)"
-
-_FESTIVALS = {
-    "christmas eve": "christmas_eve", "christmas day": "christmas", "christmas": "christmas",
-    "xmas": "christmas", "new year's eve": "new_years_eve", "new years eve": "new_years_eve",
-    "new year's day": "new_year", "new years day": "new_year", "new year's": "new_year",
-    "valentine's day": "valentine", "valentines day": "valentine", "valentine's": "valentine",
-    "halloween": "halloween", "thanksgiving": "thanksgiving", "easter": "easter",
-    "mother's day": "mothers_day", "mothers day": "mothers_day", "father's day": "fathers_day",
-    "fathers day": "fathers_day", "independence day": "independence_day",
-    "fourth of july": "independence_day", "chinese new year": "spring_festival",
-    "lunar new year": "spring_festival", "spring festival": "spring_festival",
-    "mid-autumn festival": "mid_autumn", "mid autumn festival": "mid_autumn",
-    "dragon boat festival": "dragon_boat", "lantern festival": "lantern",
-    "april fools' day": "april_fools", "april fools day": "april_fools", "april fool's day": "april_fools",
-}
-_FEST_RX = "|".join(re.escape(k) for k in sorted(_FESTIVALS, key=len, reverse=True)).replace("'", "['’]")
-
-_PARTS = {"morning": "morning", "afternoon": "afternoon", "evening": "evening", "night": "evening",
-          "noon": "noon", "midday": "noon"}
 
 _I = re.IGNORECASE
 _RX = {
@@ -78,7 +49,7 @@ _RX = {
         r"\b(?:(?P<two_back>the\s+week\s+before\s+last)|(?P<two_fwd>the\s+week\s+after\s+next)"
         r"|(?:earlier\s+|later\s+)?(?P<p>last|this|next|the\s+previous|previous|the\s+coming|the\s+current|current)\s+week)\b(?!end)", _I),
     "weekend": re.compile(
-        r"\b(?:(?P<wb>the\s+weekend\s+before\s+last)|(?P<p>last|this|next|this\s+past|this\s+coming|the\s+previous|the|over\s+the|your|my|our)\s+weekend)\b", _I),
+        r"\b(?:(?P<wb>(?:over\s+)?the\s+weekend\s+before\s+last)|(?P<p>last|this|next|this\s+past|this\s+coming|the\s+previous|the|over\s+the|your|my|our)\s+weekend)\b", _I),
     "weekday": re.compile(
         r"\b(?:(?P<p>last|this|next|on|this\s+past|this\s+coming|the\s+previous)\s+)?(?P<wd>" + WD_ANY + r")(?!s\b)"
         r"(?:\s+(?:of\s+)?(?P<wk>last|this|next)\s+week)?\b", _I),
@@ -99,18 +70,22 @@ _RX = {
         r"\b(?:(?P<pre>in|during|since|of|last|this|next|early|late|mid|until|till|back\s+in|through|throughout|from|by|before|after|to)\s+(?:early\s+|late\s+|mid-?)?)?(?P<m>" + MONTH + r")\b(?!-)", _I),
     "iso": re.compile(r"(?<![\d/.-])(?P<y>(?:19|20|21)\d{2})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})(?![\d/.-]|:\d)"),
     "mdy": re.compile(r"(?<![\d/.-])(?P<m>\d{1,2})/(?P<d>\d{1,2})(?:/(?P<y>(?:19|20|21)?\d{2}))?(?![\d/])"),
-    "ordinal": re.compile(r"\b(?P<on>on\s+)?the\s+(?P<d>\d{1,2})" + ORD + r"\b(?!\s+(?:of\s+)?" + MONTH + r"\b)"
+    "ordinal": re.compile(r"\b(?P<on>on\s+)?(?:the\s+)?(?P<d>\d{1,2})" + ORD + r"\b(?!\s+(?:of\s+)?" + MONTH + r"\b)"
         r"(?!\s+(?:floor|time|times|place|row|grade|century|anniversary|attempt|try|round|person|one|street|avenue|birthday)\b)", _I),
     "festival": re.compile(
         r"\b(?:(?P<p>last|this|next|on)\s+)?(?P<f>" + _FEST_RX + r")(?:,?\s+(?:of\s+)?(?P<y>(?:19|20|21)\d{2}))?(?![\w'])", _I),
+    "approx": re.compile(r"\b(?:sometime\s+|some\s*time\s+)?(?:around|approximately|roughly|circa)\b", _I),
     "part": re.compile(r"\b(?:in\s+the\s+|at\s+|during\s+the\s+)?(?P<p>morning|afternoon|evening|night|noon|midday)\b", _I),
     "clock": re.compile(
-        r"\b(?:(?:at|around|about)\s+)?(?P<h>\d{1,2})(?::(?P<mi>\d{2}))?\s*(?P<ap>a\.?m\.?|p\.?m\.?)(?!\w)"
-        r"|\b(?P<at>at|around|about)\s+(?P<h2>\d{1,2})(?::(?P<mi2>\d{2}))?(?:\s*o['’]?clock)?\b(?!\s*(?:%|percent|days?|weeks?|hours?|minutes?|people|of\b))"
+        r"\b(?:(?:at\s+)?(?P<pre1>at|around|about|approximately|roughly)\s+)?(?P<h>\d{1,2})(?::(?P<mi>\d{2}))?\s*(?P<ap>a\.?m\.?|p\.?m\.?)(?!\w)"
+        r"|\b(?:at\s+)?(?P<at>at|around|about|approximately|roughly)\s+(?P<h2>\d{1,2})(?::(?P<mi2>\d{2}))?(?:\s*o['’]?clock)?\b(?!\s*(?:%|percent|days?|weeks?|hours?|minutes?|people|of\b))"
         r"|\b(?P<h3>\d{1,2}):(?P<mi3>\d{2})\b", _I),
 }
 
-_GAP = re.compile(r"\s*,?\s*", _I)
+# "of"/"in" only glue a day-of-month or weekday to its month or week ("the 10th of last month").
+_GAP = re.compile(r"\s*,?\s*(?:(?:of|in)\s+)?", _I)
+_ENUM = re.compile(r"\s*(?:,|,?\s*and|,?\s*or)\s*", _I)
+_APPROX_WORD = re.compile(r"around|about|approximately|roughly", _I)
 _CONNECTOR = re.compile(r"\s*(?:-|–|—|to|through|thru|until|till|(?P<needs_prefix>and))\s*", _I)
 _RANGE_PREFIX = re.compile(r"\b(?:from|between)\s+$", _I)
 
@@ -134,8 +109,9 @@ def atoms(text: str, now: datetime) -> list[Atom]:
     today = now.date()
     out: list[Atom] = []
 
-    def rng(m: re.Match[str], r: tuple[datetime, datetime], name: str, s: int | None = None) -> None:
-        out.append(Atom(m.start() if s is None else s, m.end(), "range", start=r[0], end=r[1], kind_name=name))
+    def rng(m: re.Match[str], r: tuple[datetime, datetime], name: str, s: int | None = None, **kw: object) -> None:
+        out.append(Atom(m.start() if s is None else s, m.end(), "range", start=r[0], end=r[1], kind_name=name,
+                        **kw))  # type: ignore[arg-type]
 
     def day(m: re.Match[str], d: date, name: str, **kw: object) -> None:
         out.append(Atom(m.start(), m.end(), "day", day=d, kind_name=name, **kw))  # type: ignore[arg-type]
@@ -178,9 +154,9 @@ def atoms(text: str, now: datetime) -> list[Atom]:
         elif unit == "day":
             day(m, today - timedelta(days=n), "ago")
         elif unit == "week":
-            rng(m, cal.week_range(tz, today, -n), "ago")
+            rng(m, cal.week_range(tz, today, -n), "ago", period="week")
         elif unit == "month":
-            rng(m, cal.month_range(tz, *cal.shift_month(today.year, today.month, -n)), "ago")
+            rng(m, cal.month_range(tz, *cal.shift_month(today.year, today.month, -n)), "ago", period="month")
         elif unit == "year":
             rng(m, cal.year_range(tz, today.year - n), "ago")
         else:
@@ -220,11 +196,11 @@ def atoms(text: str, now: datetime) -> list[Atom]:
 
     for m in _RX["week"].finditer(text):
         if m.group("two_back"):
-            rng(m, cal.week_range(tz, today, -2), "week")
+            rng(m, cal.week_range(tz, today, -2), "week", period="week")
         elif m.group("two_fwd"):
-            rng(m, cal.week_range(tz, today, 2), "week")
+            rng(m, cal.week_range(tz, today, 2), "week", period="week")
         else:
-            rng(m, cal.week_range(tz, today, _offset(m.group("p"))), "week")
+            rng(m, cal.week_range(tz, today, _offset(m.group("p"))), "week", period="week")
 
     for m in _RX["weekend"].finditer(text):
         p = re.sub(r"\s+", " ", (m.group("p") or "").lower())
@@ -237,7 +213,7 @@ def atoms(text: str, now: datetime) -> list[Atom]:
         elif p in ("next", "this coming"):
             rng(m, cal.weekend_of_week(tz, today, 1 if today.weekday() < 5 or p == "next" else 1), "weekend")
         else:
-            rng(m, cal.recent_weekend(tz, today), "weekend")
+            rng(m, cal.recent_weekend(tz, today), "weekend", bare_weekday=5)
 
     for m in _RX["weekday"].finditer(text):
         word = m.group("wd").lower()
@@ -263,7 +239,7 @@ def atoms(text: str, now: datetime) -> list[Atom]:
 
     for m in _RX["month_rel"].finditer(text):
         off = -2 if m.group("two_back") else _offset(m.group("p"))
-        rng(m, cal.month_range(tz, *cal.shift_month(today.year, today.month, off)), "month")
+        rng(m, cal.month_range(tz, *cal.shift_month(today.year, today.month, off)), "month", period="month")
 
     for m in _RX["year_rel"].finditer(text):
         off = -2 if m.group("two_back") else _offset(m.group("p"))
@@ -290,7 +266,7 @@ def atoms(text: str, now: datetime) -> list[Atom]:
             rng(m, cal.days_range(tz, first, last), "range")
 
     for m in _RX["month_year"].finditer(text):
-        rng(m, cal.month_range(tz, int(m.group("y")), _MONTHS[m.group("m").lower()]), "month")
+        rng(m, cal.month_range(tz, int(m.group("y")), _MONTHS[m.group("m").lower()]), "month", period="month")
 
     for m in _RX["month"].finditer(text):
         _month_atom(m, text, today, out, tz)
@@ -314,6 +290,7 @@ def atoms(text: str, now: datetime) -> list[Atom]:
     for m in _RX["ordinal"].finditer(text):
         dd = int(m.group("d"))
         if 1 <= dd <= 31:
+            # Alone only as "on the 3rd"; "the 3rd" / "3rd" need a month, a range or "around".
             out.append(Atom(m.start(), m.end(), "daynum", day=cal.recent_day_of_month(today, dd), dom=dd,
                             alone_ok=bool(m.group("on")), kind_name="day_of_month"))
 
@@ -335,6 +312,11 @@ def atoms(text: str, now: datetime) -> list[Atom]:
     for m in _RX["clock"].finditer(text):
         _clock_atom(m, out)
 
+    for m in _RX["approx"].finditer(text):
+        # Glued onto the following day / day-of-month / clock by compose; alone it is nothing.
+        out.append(Atom(m.start(), m.end(), "approx", kind_name="approx"))
+
+    out.extend(en_periods.atoms(text, now))
     _resolve_day_before(text, out)
     return out
 
@@ -371,7 +353,7 @@ def _month_atom(m: re.Match[str], text: str, today: date, out: list[Atom], tz: o
         year = cal.recent_month(today, month)
     start, end = cal.month_range(tz, year, month)  # type: ignore[arg-type]
     s = m.start() if pre in ("last", "this", "next") else m.start("m")
-    out.append(Atom(s, m.end(), "range", start=start, end=end, kind_name="month"))
+    out.append(Atom(s, m.end(), "range", start=start, end=end, kind_name="month", period="month"))
 
 
 def _clock_atom(m: re.Match[str], out: list[Atom]) -> None:
@@ -381,14 +363,15 @@ def _clock_atom(m: re.Match[str], out: list[Atom]) -> None:
         if not 1 <= h <= 12:
             return
         h = (h % 12) + (12 if ap == "pm" else 0)
-        out.append(Atom(m.start(), m.end(), "clock", hour=h, meridiem_fixed=True, alone_ok=True, kind_name="clock"))
+        out.append(Atom(m.start(), m.end(), "clock", hour=h, meridiem_fixed=True, alone_ok=True, kind_name="clock",
+                        approx=_APPROX_WORD.match(m.group("pre1") or "") is not None))
     elif m.group("h2") is not None:
         h = int(m.group("h2"))
         if h <= 23:
             # "at 15:00" is unambiguous alone; "at 3" only next to a day.
             alone = m.group("mi2") is not None and h >= 13
             out.append(Atom(m.start(), m.end(), "clock", hour=h, meridiem_fixed=h >= 13, alone_ok=alone,
-                            kind_name="clock"))
+                            kind_name="clock", approx=_APPROX_WORD.match(m.group("at")) is not None))
     else:
         h = int(m.group("h3"))
         if h <= 23 and int(m.group("mi3")) < 60:
@@ -408,4 +391,4 @@ def _resolve_day_before(text: str, out: list[Atom]) -> None:
 
 def parse(text: str, now: datetime) -> list[Hit]:
     assert now.tzinfo is not None
-    return compose(atoms(text, now), text, now.tzinfo, now.date(), "en", _GAP, _CONNECTOR, _RANGE_PREFIX)
+    return compose(atoms(text, now), text, now.tzinfo, now.date(), "en", _GAP, _CONNECTOR, _RANGE_PREFIX, _ENUM)

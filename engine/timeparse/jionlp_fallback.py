@@ -18,8 +18,10 @@ from .calendar import Hit
 # festivals and solar terms).  Everything else jionlp finds is either covered by
 # the rules with the product's conventions or was rejected by them on purpose
 # (一下周围 is not 下周).
+# Parts of a month (月初, 月底, 中旬 …) are not here: the rules own them with the
+# early/mid/late thirds of the conventions (jionlp's 月初 is days 1–5, 月底 25–end).
 _CALENDARISH = re.compile(
-    r"春天|夏天|秋天|冬天|春季|夏季|秋季|冬季|半年|年初|年底|年末|年中|月初|月底|月末|月中|旬|季度|节|冬至|夏至|立春|立夏|立秋|立冬"
+    r"春天|夏天|秋天|冬天|春季|夏季|秋季|冬季|半年|年初|年底|年末|年中|季度|节|冬至|夏至|立春|立夏|立秋|立冬"
 )
 _DENY = re.compile(r"^(?:现在|此刻|目前|当前|刚才|刚刚|当天|那天|每.*|.*[点点]钟?)$")
 

@@ -13,40 +13,14 @@ import re
 from datetime import date, datetime, timedelta
 
 from . import calendar as cal
+from . import zh_periods
 from .calendar import Hit
 from .compose import Atom, compose
 from .festivals import festival_date
-
-_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
-
-NUM = r"(?:\d{1,2}|[零〇一二两三四五六七八九十]{1,3})"
-
-
-def cn_int(s: str) -> int | None:
-    """Digits or Chinese numerals up to 99 (十二, 二十三, 两)."""
-    if s.isdigit():
-        return int(s)
-    if s in ("几",):
-        return None
-    if "十" in s:
-        left, _, right = s.partition("十")
-        tens = _DIGITS.get(left, -1) if left else 1
-        ones = _DIGITS.get(right, -1) if right else 0
-        if tens < 0 or ones < 0 or "十" in right:
-            return None
-        return tens * 10 + ones
-    if len(s) == 1:
-        return _DIGITS.get(s)
-    return None
-
-
-def cn_year(s: str) -> int | None:
-    if s.isdigit():
-        return int(s)
-    if len(s) == 4 and all(c in _DIGITS and c not in "两十" for c in s):
-        return int("".join(str(_DIGITS[c]) for c in s))
-    return None
-
+from .zh_words import NUM, cn_int
+from .zh_words import YEAR as _YEAR
+from .zh_words import period_offset as _week_offset
+from .zh_words import year_of as _year_of
 
 _WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6, "七": 6,
             "1": 0, "2": 1, "3": 2, "4": 3, "5": 4, "6": 5, "7": 6}
@@ -72,6 +46,7 @@ _FESTIVALS = {
     "国庆节": "national_day", "国庆": "national_day", "元旦节": "new_year", "元旦": "new_year",
     "圣诞节": "christmas", "圣诞": "christmas", "平安夜": "christmas_eve", "情人节": "valentine",
     "万圣节": "halloween", "春节": "spring_festival", "大年初一": "spring_festival",
+    "正月初一": "spring_festival", "正月十五": "lantern", "腊月初八": "laba", "腊月三十": "chuxi",
     "除夕夜": "chuxi", "除夕": "chuxi", "大年三十": "chuxi", "年三十": "chuxi",
     "元宵节": "lantern", "元宵": "lantern", "端午节": "dragon_boat", "端午": "dragon_boat",
     "中秋节": "mid_autumn", "中秋": "mid_autumn", "七夕节": "qixi", "七夕": "qixi",
@@ -82,17 +57,17 @@ _FESTIVALS = {
     "愚人节": "april_fools", "跨年夜": "new_years_eve", "复活节": "easter",
 }
 # Holiday weeks (the statutory break), as opposed to the festival day itself.
-_HOLIDAY_WEEKS = {"national_day": 7, "labour_day": 5}
+# (first day relative to the festival, length in days).  春节: 除夕 to 初七, the
+# traditional week that the statutory break (which shifts year to year) overlaps.
+_HOLIDAY_WEEKS = {"national_day": (0, 7), "labour_day": (0, 5), "spring_festival": (-1, 8)}
 
-_REL_YEAR = {"大前年": -3, "前年": -2, "去年": -1, "今年": 0, "明年": 1, "后年": 2}
-_YEAR = r"(?:(?P<y>\d{4}|[〇零一二三四五六七八九]{4})年|(?P<yr>大前年|前年|去年|今年|明年|后年))的?"
 
 
 def _alt(words: dict[str, object] | list[str]) -> str:
     return "|".join(sorted(words, key=len, reverse=True))
 
 
-_DAY_NUM_STOP = r"(?![线楼房门车床位桌机口馆厅窗柜选球病院台码元块])"
+_DAY_NUM_STOP = r"(?![线楼房门车床位桌机口馆厅窗柜选球病院台码元块店厂站字键牌池舱])"
 _WD_STOP = r"(?![天次个遍回位本件场顿直起样些般共切定同块边阵度])"
 _WEEK_STOP = r"(?![围边到全期年岁刊报转长密旋折游])"
 
@@ -101,7 +76,7 @@ _RX = {
         r"(?P<pre>最近|近|过去的?|这)(?P<n>\d{1,3}|[一二两三四五六七八九十]{1,3}|几)个?"
         r"(?P<u>天|日|小时|钟头|周|星期|礼拜|月|年)"
     ),
-    "rolling_vague": re.compile(r"最近这段时间|最近一段时间|这段时间|这阵子|近来|近期|最近|前几天|前些天|前些日子|前阵子|前段时间|这两天"),
+    "rolling_vague": re.compile(r"最近这段时间|最近一段时间|这段时间|这阵子|近来|近期|最近|前几天|前些天|前些日子|前阵子|前段时间|这两天|(?<![\d一二三四五六七八九十])前两天"),
     "ago": re.compile(
         r"(?P<n>\d{1,3}|[一二两三四五六七八九十]{1,3}|几|半)个?(?P<u>天|日|周|星期|礼拜|月|年)(?:之|以)?(?P<dir>前|后)"
     ),
@@ -119,9 +94,11 @@ _RX = {
     "year": re.compile(
         r"(?:(?P<y>\d{4}|[〇零一二三四五六七八九]{4})年(?!代|级|纪|前|后|龄|薪)|(?<![以之最然])(?P<yr>大前年|前年|去年|今年|明年|后年))"
     ),
-    "festival": re.compile(r"(?:" + _YEAR + r")?(?P<f>" + _alt(_FESTIVALS) + r")(?P<hol>假期|长假|黄金周|小长假)?"),
-    "daynum": re.compile(r"(?<![\d月第])(?P<d>\d{1,2}|[一二三四五六七八九十]{1,3})(?P<suf>号|日)" + _DAY_NUM_STOP),
+    "festival": re.compile(r"(?:" + _YEAR + r")?(?P<f>" + _alt(_FESTIVALS) + r")(?P<hol>假期|长假|黄金周|小长假|期间|那几天|放假)?"),
+    # 月 may precede (上个月10号); a numeral may not (二十三号 is one number, 第10号 an ordinal).
+    "daynum": re.compile(r"(?<![\d第零〇一二两三四五六七八九十])(?P<d>\d{1,2}|[一二三四五六七八九十]{1,3})(?P<suf>号|日)" + _DAY_NUM_STOP),
     "part": re.compile(_alt(_PART_WORDS)),
+    "approx": re.compile(r"左右|前后"),
     "clock": re.compile(
         r"(?P<h>\d{1,2}|[零一二两三四五六七八九十]{1,3})[点點](?:(?P<mi>\d{1,2}|[零一二三四五六七八九十]{1,3})分?|半|一刻|三刻|整|钟)?(?![儿都也点多不没吧])"
         r"|(?P<hh>\d{1,2})[:：](?P<mm>\d{2})"
@@ -131,18 +108,7 @@ _RX = {
 _GAP = re.compile(r"的?\s*")
 _CONNECTOR = re.compile(r"\s*(?:到|至|~|～|-|—|–|－|一直到)\s*")
 _RANGE_PREFIX = re.compile(r"从\s*$")
-
-
-def _year_of(m: re.Match[str], today: date) -> int | None:
-    if m.groupdict().get("y"):
-        return cn_year(m.group("y"))
-    if m.groupdict().get("yr"):
-        return today.year + _REL_YEAR[m.group("yr")]
-    return None
-
-
-def _week_offset(p: str) -> int:
-    return {"上上": -2, "上": -1, "这": 0, "本": 0, "下": 1, "下下": 2}[p]
+_ENUM = re.compile(r"\s*(?:和|跟|与|及|、|或者|或|还是|，|,)\s*")
 
 
 def atoms(text: str, now: datetime) -> list[Atom]:
@@ -151,8 +117,8 @@ def atoms(text: str, now: datetime) -> list[Atom]:
     today = now.date()
     out: list[Atom] = []
 
-    def rng(m: re.Match[str], r: tuple[datetime, datetime], name: str) -> None:
-        out.append(Atom(m.start(), m.end(), "range", start=r[0], end=r[1], kind_name=name))
+    def rng(m: re.Match[str], r: tuple[datetime, datetime], name: str, **kw: object) -> None:
+        out.append(Atom(m.start(), m.end(), "range", start=r[0], end=r[1], kind_name=name, **kw))  # type: ignore[arg-type]
 
     def day(m: re.Match[str], d: date, name: str, **kw: object) -> None:
         out.append(Atom(m.start(), m.end(), "day", day=d, kind_name=name, **kw))  # type: ignore[arg-type]
@@ -183,6 +149,9 @@ def atoms(text: str, now: datetime) -> list[Atom]:
             continue
         if w in ("前几天", "前些天"):
             rng(m, cal.days_range(tz, today - timedelta(days=7), today - timedelta(days=1)), "few_days_ago")
+        elif w == "前两天":
+            # "a couple of days ago": the three calendar days before today.
+            rng(m, cal.days_range(tz, today - timedelta(days=3), today - timedelta(days=1)), "few_days_ago")
         elif w == "这两天":
             rng(m, cal.rolling(now, timedelta(days=3)), "rolling")
         elif w in ("前些日子", "前阵子", "前段时间"):
@@ -206,9 +175,9 @@ def atoms(text: str, now: datetime) -> list[Atom]:
         if unit in ("天", "日"):
             day(m, today + timedelta(days=sign * n), "ago")
         elif unit in ("周", "星期", "礼拜"):
-            rng(m, cal.week_range(tz, today, sign * n), "ago")
+            rng(m, cal.week_range(tz, today, sign * n), "ago", period="week")
         elif unit == "月":
-            rng(m, cal.month_range(tz, *cal.shift_month(today.year, today.month, sign * n)), "ago")
+            rng(m, cal.month_range(tz, *cal.shift_month(today.year, today.month, sign * n)), "ago", period="month")
         else:
             rng(m, cal.year_range(tz, today.year + sign * n), "ago")
 
@@ -225,18 +194,18 @@ def atoms(text: str, now: datetime) -> list[Atom]:
         elif m.group("wd"):
             day(m, cal.weekday_in_week(today, off, _WEEKDAY[m.group("wd")]), "weekday")
         else:
-            rng(m, cal.week_range(tz, today, off), "week")
+            rng(m, cal.week_range(tz, today, off), "week", period="week")
 
     for m in _RX["bare_weekday"].finditer(text):
         wd = _WEEKDAY[m.group("wd")]
         day(m, cal.weekday_not_after(today, wd), "weekday", bare_weekday=wd)
 
     for m in _RX["bare_weekend"].finditer(text):
-        rng(m, cal.recent_weekend(tz, today), "weekend")
+        rng(m, cal.recent_weekend(tz, today), "weekend", bare_weekday=5)
 
     for m in _RX["month_rel"].finditer(text):
         off = _week_offset(m.group("p") or m.group("p2"))
-        rng(m, cal.month_range(tz, *cal.shift_month(today.year, today.month, off)), "month")
+        rng(m, cal.month_range(tz, *cal.shift_month(today.year, today.month, off)), "month", period="month")
 
     for m in _RX["date"].finditer(text):
         month = cn_int(m.group("m"))
@@ -253,7 +222,7 @@ def atoms(text: str, now: datetime) -> list[Atom]:
         else:
             if year is None:
                 year = cal.recent_month(today, month)
-            rng(m, cal.month_range(tz, year, month), "month")
+            rng(m, cal.month_range(tz, year, month), "month", period="month")
 
     for m in _RX["year"].finditer(text):
         year = _year_of(m, today)
@@ -272,7 +241,8 @@ def atoms(text: str, now: datetime) -> list[Atom]:
             continue
         hol = m.group("hol")
         if hol and key in _HOLIDAY_WEEKS:
-            length = _HOLIDAY_WEEKS[key]
+            first, length = _HOLIDAY_WEEKS[key]
+            d = d + timedelta(days=first)
             rng(m, cal.days_range(tz, d, d + timedelta(days=length - 1)), "holiday")
         elif hol:
             # Other festivals' breaks vary by year; the festival day is the anchor.
@@ -292,6 +262,10 @@ def atoms(text: str, now: datetime) -> list[Atom]:
     for m in _RX["part"].finditer(text):
         out.append(Atom(m.start(), m.end(), "part", part=_PART_WORDS[m.group()], kind_name="part"))
 
+    for m in _RX["approx"].finditer(text):
+        # Only meaningful glued after a day or clock (春节前后, 10号左右, 三点左右); alone it resolves to nothing.
+        out.append(Atom(m.start(), m.end(), "approx", kind_name="approx"))
+
     for m in _RX["clock"].finditer(text):
         if m.group("hh"):
             h = int(m.group("hh"))
@@ -302,6 +276,7 @@ def atoms(text: str, now: datetime) -> list[Atom]:
         if ok and 0 <= h <= 24:
             # A bare "三点" is as often "three points" as 3 o'clock: only with a day/part.
             out.append(Atom(m.start(), m.end(), "clock", hour=h % 24, alone_ok=False, kind_name="clock"))
+    out.extend(zh_periods.atoms(text, now))
     return out
 
 
@@ -312,4 +287,4 @@ def _near_not_recent(text: str, pos: int) -> bool:
 
 def parse(text: str, now: datetime) -> list[Hit]:
     assert now.tzinfo is not None
-    return compose(atoms(text, now), text, now.tzinfo, now.date(), "zh", _GAP, _CONNECTOR, _RANGE_PREFIX)
+    return compose(atoms(text, now), text, now.tzinfo, now.date(), "zh", _GAP, _CONNECTOR, _RANGE_PREFIX, _ENUM)

@@ -1,0 +1,126 @@
+"""English parts of a month and "the same day in another period".
+
+Kept apart from ``en.py`` (the core grammar) because these families all lean on a
+month or week reference that other rules already resolve on their own:
+"early last month", "the end of October", "the first week of October",
+"this time last year", "a week ago today", "two weekends ago", "the Monday
+before last", "the night before last".  Their atoms are longer than the bare
+reference, so they win the overlap in ``compose``.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timedelta, tzinfo
+
+from . import calendar as cal
+from .compose import Atom
+from .en_words import MONTH, MONTHS, NUMS, NUMW, WD_ANY, WD_ABBR, WEEKDAYS
+
+_I = re.IGNORECASE
+
+# A month reference: last/this/next month, the month, the month before last, October (2025).
+_MREF = (
+    r"(?:(?P<two_back>the\s+month\s+before\s+last)"
+    r"|(?P<rel>last|this|next|the\s+previous|previous|the\s+current|the)\s+month"
+    r"|(?P<mn>" + MONTH + r")\b\.?(?:,?\s+(?P<y>(?:19|20|21)\d{2}))?)"
+)
+_PART_WORDS = {"early": "early", "beginning": "early", "start": "early", "mid": "mid", "middle": "mid",
+               "late": "late", "end": "late"}
+_WEEK_N = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4,
+           "fifth": 5, "5th": 5, "last": -1, "final": -1}
+
+_RX = {
+    # "late" after a copula is lateness, not a date: "I was late last month".
+    "month_part": re.compile(
+        r"\b(?<!was\s)(?<!were\s)(?<!am\s)(?<!is\s)(?<!be\s)(?<!up\s)"
+        r"(?:(?P<adj>early|mid|late)[-\s]+|(?:the\s+)?(?P<noun>beginning|start|middle|end)\s+of\s+)"
+        r"(?:the\s+)?" + _MREF + r"(?![\w-])", _I),
+    "month_week": re.compile(
+        r"\bthe\s+(?P<n>first|1st|second|2nd|third|3rd|fourth|4th|fifth|5th|last|final)\s+week\s+(?:of|in)\s+"
+        + _MREF + r"(?![\w-])", _I),
+    "same_time": re.compile(
+        r"\b(?:(?:around|about)\s+)?(?:this|the\s+same)\s+(?P<what>time|day|date)\s+"
+        r"(?:(?P<rel>last|the\s+previous)\s+(?P<u>year|month|week)|(?P<n>a|one|two)\s+(?P<u2>years?)\s+ago)\b", _I),
+    "ago_anchor": re.compile(
+        r"\b(?P<n>" + NUMW + r")\s+(?P<u>years?|months?|weeks?)\s+ago\s+(?P<anchor>today|yesterday)\b", _I),
+    "night_before_last": re.compile(r"\bthe\s+night\s+before\s+last\b", _I),
+    "weekends_ago": re.compile(r"\b(?P<n>" + NUMW + r")\s+weekends?\s+ago\b", _I),
+    "weekday_before_last": re.compile(r"\b(?:on\s+)?the\s+(?P<wd>" + WD_ANY + r")\s+before\s+last\b", _I),
+}
+
+# "this time last year" is vague: a window around the same date, wider for longer periods.
+_SAME_TIME_SPREAD = {"year": 7, "month": 3, "week": 0}
+
+
+def _month_of(m: re.Match[str], today: date) -> tuple[int, int]:
+    if m.group("two_back"):
+        return cal.shift_month(today.year, today.month, -2)
+    if m.group("rel"):
+        off = {"last": -1, "previous": -1, "next": 1}.get(re.sub(r"^the\s+", "", m.group("rel").lower()), 0)
+        return cal.shift_month(today.year, today.month, off)
+    month = MONTHS[m.group("mn").lower()]
+    year = int(m.group("y")) if m.group("y") else cal.recent_month(today, month)
+    return year, month
+
+
+def atoms(text: str, now: datetime) -> list[Atom]:
+    tz = now.tzinfo
+    assert tz is not None
+    today = now.date()
+    out: list[Atom] = []
+
+    def rng(m: re.Match[str], r: tuple[datetime, datetime] | None, name: str) -> None:
+        if r is not None:
+            out.append(Atom(m.start(), m.end(), "range", start=r[0], end=r[1], kind_name=name))
+
+    def day(m: re.Match[str], d: date, name: str, part: str | None = None) -> None:
+        out.append(Atom(m.start(), m.end(), "day", day=d, part=part, kind_name=name))
+
+    for m in _RX["month_part"].finditer(text):
+        word = (m.group("adj") or m.group("noun")).lower()
+        rng(m, cal.month_part_range(tz, *_month_of(m, today), _PART_WORDS[word]), "month_part")
+
+    for m in _RX["month_week"].finditer(text):
+        rng(m, cal.month_week_range(tz, *_month_of(m, today), _WEEK_N[m.group("n").lower()]), "month_week")
+
+    for m in _RX["same_time"].finditer(text):
+        unit = (m.group("u") or "year").lower()
+        back = 1 if m.group("rel") else (NUMS.get(m.group("n").lower()) or 1)
+        _same_day(m, tz, today, unit, back, m.group("what").lower() == "time", out)
+
+    for m in _RX["ago_anchor"].finditer(text):
+        n = NUMS.get(m.group("n").lower()) if not m.group("n").isdigit() else int(m.group("n"))
+        if n is None:
+            continue
+        unit = m.group("u").lower().rstrip("s")
+        base = today - timedelta(days=1) if m.group("anchor").lower() == "yesterday" else today
+        _same_day(m, tz, base, unit, n, False, out)
+
+    for m in _RX["night_before_last"].finditer(text):
+        day(m, today - timedelta(days=2), "day", part="evening")
+
+    for m in _RX["weekends_ago"].finditer(text):
+        n = NUMS.get(m.group("n").lower()) if not m.group("n").isdigit() else int(m.group("n"))
+        if n:
+            # Counted like "last weekend" (= 1 weekend ago): ISO-week weekends back.
+            rng(m, cal.weekend_of_week(tz, today, -n), "weekend")
+
+    for m in _RX["weekday_before_last"].finditer(text):
+        word = m.group("wd").lower()
+        wd = WEEKDAYS.get(word, WD_ABBR.get(word))
+        if wd is not None:
+            day(m, cal.weekday_before(today, wd) - timedelta(days=7), "weekday")
+    return out
+
+
+def _same_day(m: re.Match[str], tz: tzinfo, base: date, unit: str, n: int, vague: bool, out: list[Atom]) -> None:
+    if unit == "year":
+        d = cal.same_day_shifted(base, years=-n)
+    elif unit == "month":
+        d = cal.same_day_shifted(base, months=-n)
+    else:
+        d = base - timedelta(weeks=n)
+    spread = _SAME_TIME_SPREAD[unit] if vague else 0
+    start, end = cal.days_range(tz, d - timedelta(days=spread), d + timedelta(days=spread))
+    out.append(Atom(m.start(), m.end(), "range", start=start, end=end, kind_name="same_day"))

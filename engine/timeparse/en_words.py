@@ -1,0 +1,49 @@
+"""English vocabulary shared by the grammar (``en.py``) and its period rules (``en_periods.py``)."""
+
+from __future__ import annotations
+
+import re
+
+NUMS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
+    "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20,
+    "thirty": 30, "couple": 2, "couple of": 2, "a couple": 2, "a couple of": 2, "few": 3, "a few": 3,
+    "several": 3,
+}
+NUMW = r"(?:\d{1,3}|a couple of|a couple|couple of|a few|few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty)"
+
+WEEKDAYS = {"monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5, "sunday": 6}
+WD_ABBR = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "thu": 3, "thur": 3, "thurs": 3, "fri": 4, "sat": 5, "sun": 6}
+WD_FULL = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+WD_ANY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tues|thurs|thur|mon|tue|wed|thu|fri|sat|sun)"
+
+MONTHS = {
+    "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7,
+    "august": 8, "september": 9, "october": 10, "november": 11, "december": 12,
+    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "sept": 9,
+    "oct": 10, "nov": 11, "dec": 12,
+}
+MONTH = r"(?:january|february|march|april|may|june|july|august|september|october|november|december|sept|jan|feb|mar|apr|jun|jul|aug|sep|oct|nov|dec)"
+# Full names that are unambiguous on their own.
+SAFE_MONTHS = {"january", "february", "april", "june", "july", "august", "september", "october", "november", "december"}
+ORD = r"(?:st|nd|rd|th)"
+
+FESTIVALS = {
+    "christmas eve": "christmas_eve", "christmas day": "christmas", "christmas": "christmas",
+    "xmas": "christmas", "new year's eve": "new_years_eve", "new years eve": "new_years_eve",
+    "new year's day": "new_year", "new years day": "new_year", "new year's": "new_year",
+    "valentine's day": "valentine", "valentines day": "valentine", "valentine's": "valentine",
+    "halloween": "halloween", "thanksgiving": "thanksgiving", "easter": "easter",
+    "mother's day": "mothers_day", "mothers day": "mothers_day", "father's day": "fathers_day",
+    "fathers day": "fathers_day", "independence day": "independence_day",
+    "fourth of july": "independence_day", "chinese new year": "spring_festival",
+    "lunar new year": "spring_festival", "spring festival": "spring_festival",
+    "mid-autumn festival": "mid_autumn", "mid autumn festival": "mid_autumn",
+    "dragon boat festival": "dragon_boat", "lantern festival": "lantern",
+    "april fools' day": "april_fools", "april fools day": "april_fools", "april fool's day": "april_fools",
+}
+FEST_RX = "|".join(re.escape(k) for k in sorted(FESTIVALS, key=len, reverse=True)).replace("'", "['’]")
+
+PARTS = {"morning": "morning", "afternoon": "afternoon", "evening": "evening", "night": "evening",
+          "noon": "noon", "midday": "noon"}

@@ -1,0 +1,133 @@
+"""Chinese parts of a month, weeks of a month, "the same day in another period", fuzzy "ago".
+
+Kept apart from ``zh.py`` (the core grammar) because these families lean on a month
+reference the core already resolves on its own: 上个月初 / 十月中旬 / 月底,
+十月第一周 / 上个月最后一周, 去年的今天 / 去年这个时候 / 一年前的今天, 半个月前 /
+一个多月前 / 十多天前.  Their atoms are longer than the bare reference, so they
+win the overlap in ``compose`` (and beat jionlp's 月初 = days 1–5 on the same span).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timedelta, tzinfo
+
+from . import calendar as cal
+from .compose import Atom
+from .zh_words import NUM, YEAR, cn_int, period_offset, year_of
+
+_MREF = r"(?:(?P<rel>上上|上|这|本|下下|下)一?个?月|(?:" + YEAR + r")?(?P<m>" + NUM + r")月份?)"
+# 初 followed by a numeral is a lunar day (正月初一), not "early in the month".
+_PART = r"(?P<part>上旬|中旬|下旬|初(?![一二三四五六七八九十])|中(?![午国心间学秋旬])|底(?![薪线层部下子气牌])|末)"
+_PARTS = {"上旬": "early", "初": "early", "中旬": "mid", "中": "mid", "下旬": "late", "底": "late", "末": "late"}
+_WEEK = r"(?:周|星期|礼拜)(?![一二三四五六日天1-7末])"
+_EXACT = r"今天|这一天|这天|同一天"
+_VAGUE = r"这个时候|这时候|这会儿|此时|同期|这个时间|这段时间|同一时间"
+
+_RX = {
+    "month_part": re.compile(_MREF + r"的?" + _PART),
+    # Bare 月初 / 月底 / 中旬 mean this month; 岁月 / 个月 / 正月 / 腊月 are other words.
+    "bare_part": re.compile(r"(?<![岁个正腊冬年])月(?P<part>初(?![一二三四五六七八九十])|底|末)|(?<!月)(?P<xun>上旬|中旬|下旬)"),
+    "month_week": re.compile(_MREF + r"的?(?:第(?P<n>[一二三四五1-5])个?|(?P<last>最后一个?|最后))" + _WEEK),
+    "same_day": re.compile(
+        r"(?:(?P<ref>大前年|前年|去年|上上个?月|上一?个?月|上上个?(?:周|星期|礼拜)|上一?个?(?:周|星期|礼拜))"
+        r"|(?P<n>" + NUM + r")个?(?P<u>年|月|周|星期|礼拜)(?:之|以)?前)"
+        r"的?(?:(?P<exact>" + _EXACT + r")|(?P<vague>" + _VAGUE + r"))"),
+    "fuzzy_ago": re.compile(
+        r"(?:(?P<half>半个月)|(?P<n>" + NUM + r")个?多个?(?P<u>天|日|周|星期|礼拜|月|年))(?:之|以)?前"),
+}
+
+_REF = {"大前年": ("year", 3), "前年": ("year", 2), "去年": ("year", 1)}
+# 去年这个时候 is vague: a window around the same date, wider for longer periods.
+_VAGUE_SPREAD = {"year": 7, "month": 3, "week": 0}
+_UNIT = {"年": "year", "月": "month", "周": "week", "星期": "week", "礼拜": "week"}
+
+
+def _month_of(m: re.Match[str], today: date) -> tuple[int, int] | None:
+    if m.group("rel"):
+        return cal.shift_month(today.year, today.month, period_offset(m.group("rel")))
+    month = cn_int(m.group("m"))
+    if month is None or not 1 <= month <= 12:
+        return None
+    year = year_of(m, today)
+    return (year if year is not None else cal.recent_month(today, month)), month
+
+
+def _ref_of(ref: str) -> tuple[str, int]:
+    if ref in _REF:
+        return _REF[ref]
+    unit = "month" if "月" in ref else "week"
+    return unit, 2 if ref.startswith("上上") else 1
+
+
+def atoms(text: str, now: datetime) -> list[Atom]:
+    tz = now.tzinfo
+    assert tz is not None
+    today = now.date()
+    out: list[Atom] = []
+
+    def rng(m: re.Match[str], r: tuple[datetime, datetime] | None, name: str) -> None:
+        if r is not None:
+            out.append(Atom(m.start(), m.end(), "range", start=r[0], end=r[1], kind_name=name))
+
+    for m in _RX["month_part"].finditer(text):
+        ym = _month_of(m, today)
+        if ym is not None:
+            rng(m, cal.month_part_range(tz, *ym, _PARTS[m.group("part")]), "month_part")
+
+    for m in _RX["bare_part"].finditer(text):
+        part = _PARTS[m.group("part")[0] if m.group("part") else m.group("xun")]
+        rng(m, cal.month_part_range(tz, today.year, today.month, part), "month_part")
+
+    for m in _RX["month_week"].finditer(text):
+        ym = _month_of(m, today)
+        n = -1 if m.group("last") else cn_int(m.group("n"))
+        if ym is not None and n is not None:
+            rng(m, cal.month_week_range(tz, *ym, n), "month_week")
+
+    for m in _RX["same_day"].finditer(text):
+        if m.group("ref"):
+            unit, back = _ref_of(m.group("ref"))
+        else:
+            unit, n = _UNIT[m.group("u")], cn_int(m.group("n"))
+            if n is None:
+                continue
+            back = n
+        spread = _VAGUE_SPREAD[unit] if m.group("vague") else 0
+        rng(m, _same_day(tz, today, unit, back, spread), "same_day")
+
+    for m in _RX["fuzzy_ago"].finditer(text):
+        rng(m, _fuzzy_ago(m, tz, today), "ago")
+    return out
+
+
+def _same_day(tz: tzinfo, today: date, unit: str, back: int, spread: int) -> tuple[datetime, datetime]:
+    if unit == "year":
+        d = cal.same_day_shifted(today, years=-back)
+    elif unit == "month":
+        d = cal.same_day_shifted(today, months=-back)
+    else:
+        d = today - timedelta(weeks=back)
+    return cal.days_range(tz, d - timedelta(days=spread), d + timedelta(days=spread))
+
+
+def _fuzzy_ago(m: re.Match[str], tz: tzinfo, today: date) -> tuple[datetime, datetime] | None:
+    """半个月前 = the 7 days around today−15; N多<unit>前 = between N+1 and N units back."""
+    if m.group("half"):
+        return cal.days_range(tz, today - timedelta(days=18), today - timedelta(days=12))
+    n = cn_int(m.group("n"))
+    if n is None or n == 0:
+        return None
+    unit = m.group("u")
+    if unit in ("天", "日"):
+        # 十多天 is 11–19 days; 两天多 is not written this way, so only tens make sense.
+        if n % 10:
+            return None
+        return cal.days_range(tz, today - timedelta(days=n + 9), today - timedelta(days=n + 1))
+    if unit in ("周", "星期", "礼拜"):
+        return cal.days_range(tz, today - timedelta(weeks=n + 1), today - timedelta(weeks=n))
+    if unit == "月":
+        lo, hi = cal.same_day_shifted(today, months=-(n + 1)), cal.same_day_shifted(today, months=-n)
+    else:
+        lo, hi = cal.same_day_shifted(today, years=-(n + 1)), cal.same_day_shifted(today, years=-n)
+    return cal.days_range(tz, lo, hi)
