@@ -43,7 +43,7 @@ from engine.paths import CharacterPaths, character_paths, validate_id
 from engine.prompts import Prompts
 from engine.shortterm import ShortTermMemory
 from engine.stores.base import Hit, Message, Query, Store, Turn
-from engine.tokens import truncate_tokens
+from engine.tokens import count_tokens, truncate_tokens
 from engine.worker import JobError, Worker
 
 log = logging.getLogger(__name__)
@@ -97,6 +97,10 @@ class MemoryOrchestrator:
         self.worker = Worker()
         self._pool = ThreadPoolExecutor(max_workers=max(2, len(self.stores)), thread_name_prefix="kioku-store")
         self._names = {"user": character.user_name, "char": character.name}
+        # jionlp (time parsing, sentence splitting) takes ~0.8 s to load, tiktoken's encoding
+        # ~0.3 s and the embedder's first call ~0.2 s: pay them in the background, so opening stays fast and the first message
+        # usually finds them ready.
+        self.worker.submit("warm_up", partial(_warm_up, embedder))
 
     @classmethod
     def from_config(
@@ -331,6 +335,16 @@ class MemoryOrchestrator:
         return self.prompts.render(
             "time", now=now.strftime("%Y-%m-%d %H:%M"), weekday=weekday, timezone=self.config.timezone
         )
+
+
+def _warm_up(embedder: Embedder) -> None:
+    from engine.adapters.jio import split_sentences
+    from engine.timeparse import warm_up
+
+    warm_up()
+    split_sentences("预热。warm up.")
+    count_tokens("warm up")
+    embedder.embed(["warm up"], role="query")
 
 
 def new_turn_id(at: datetime) -> str:
