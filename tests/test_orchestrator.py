@@ -84,6 +84,8 @@ def test_one_embedding_call_shared_by_all_stores(data_dir, embedder):
     a = KeywordStore("core", {"香菜": "讨厌吃香菜"}, pieces=["piece one"])
     b = KeywordStore("world_book", {"缆车": "缆车七点开"}, pieces=["piece two", "piece three"])
     with open_orch(data_dir, counting, [a, b]) as orch:
+        orch.flush()  # the background warm-up embeds once at open
+        counting.calls.clear()
         result = orch.build_prompt("坐缆车的时候吃香菜", user_id="u1", now=datetime(2026, 11, 22, 12, tzinfo=TZ))
     assert len(counting.calls) == 1
     texts, role = counting.calls[0]
