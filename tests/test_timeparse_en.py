@@ -316,6 +316,10 @@ CASES = [
     C(NOV22, "over the weekend before last", [("weekend before last", days(2026, 11, 7, 2026, 11, 8))], id="over-the-weekend-before-last"),
     C(NOV22, "the Monday before last", [("the Monday before last", day(2026, 11, 9))], id="monday-before-last"),
     C(MON, "the Monday before last", [("the Monday before last", day(2026, 3, 2))], id="mon-monday-before-last"),
+    # "N <weekday>s ago" counts like "last <weekday>" = one ago: Sunday 11-22 -> Fridays 11-20, 11-13.
+    C(NOV22, "remember what I said two Fridays ago?", [("two Fridays ago", day(2026, 11, 13))], id="two-fridays-ago"),
+    C(NOV22, "3 Sundays ago", [("3 Sundays ago", day(2026, 11, 1))], id="three-sundays-ago-on-sunday"),
+    C(MON, "two Mondays ago", [("two Mondays ago", day(2026, 3, 2))], id="two-mondays-ago-on-monday"),
     # --- approximately: a day +-3 days, an hour +-1 hour ---
     C(NOV22, "around the 10th", [("around the 10th", days(2026, 11, 7, 2026, 11, 13))], id="around-the-10th"),
     C(NOV22, "around Christmas", [("around Christmas", days(2025, 12, 22, 2025, 12, 28))], id="around-christmas"),

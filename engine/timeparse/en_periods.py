@@ -47,6 +47,8 @@ _RX = {
     "night_before_last": re.compile(r"\bthe\s+night\s+before\s+last\b", _I),
     "weekends_ago": re.compile(r"\b(?P<n>" + NUMW + r")\s+weekends?\s+ago\b", _I),
     "weekday_before_last": re.compile(r"\b(?:on\s+)?the\s+(?P<wd>" + WD_ANY + r")\s+before\s+last\b", _I),
+    "weekdays_ago": re.compile(
+        r"\b(?P<n>" + NUMW + r")\s+(?P<wd>" + "|".join(WEEKDAYS) + r")s?\s+ago\b", _I),
 }
 
 # "this time last year" is vague: a window around the same date, wider for longer periods.
@@ -111,6 +113,12 @@ def atoms(text: str, now: datetime) -> list[Atom]:
         wd = WEEKDAYS.get(word, WD_ABBR.get(word))
         if wd is not None:
             day(m, cal.weekday_before(today, wd) - timedelta(days=7), "weekday")
+
+    for m in _RX["weekdays_ago"].finditer(text):
+        n = NUMS.get(m.group("n").lower()) if not m.group("n").isdigit() else int(m.group("n"))
+        if n:
+            # Counted like "last Friday" (= one Friday ago): the n-th such day strictly before today.
+            day(m, cal.weekday_before(today, WEEKDAYS[m.group("wd").lower()]) - timedelta(days=7 * (n - 1)), "weekday")
     return out
 
 
