@@ -179,28 +179,36 @@ def parse_day_file(
     path: Path, *, tz: tzinfo, user_names: tuple[str, ...], char_names: tuple[str, ...]
 ) -> tuple[list[MoeTurn], list[Problem]]:
     """Every entry of one MoeChat day file, in file order; broken entries become problems."""
-    try:
-        text = read_text(path)
-    except (OSError, ValueError) as exc:
-        return [], [Problem(str(path), str(exc))]
     turns: list[MoeTurn] = []
     problems: list[Problem] = []
-    for chunk in chunks(text):
-        where = f"{path}:{chunk.line}"
-        try:
-            data = load_chunk(chunk)
-        except yaml.YAMLError as exc:
-            problems.append(Problem(where, f"entry skipped: {_yaml_problem(exc, chunk.line)}"))
-            continue
-        if not isinstance(data, dict) or len(data) != 1:
-            problems.append(Problem(where, "entry skipped: expected `<epoch seconds>: {text_tag, msg}`"))
-            continue
-        ((key, value),) = data.items()
+    for where, key, value in keyed_entries(path, "entry", "`<epoch seconds>: {text_tag, msg}`", problems):
         try:
             turns.append(_turn(key, value, tz=tz, where=where, user_names=user_names, char_names=char_names))
         except ValueError as exc:
             problems.append(Problem(where, f"entry skipped: {exc}"))
     return turns, problems
+
+
+def keyed_entries(path: Path, what: str, shape: str, problems: list[Problem]) -> Iterator[tuple[str, Any, Any]]:
+    """(file:line, key, value) of each top-level `key: value` entry of an appended MoeChat file,
+    read one entry at a time so duplicate keys survive and a broken entry loses only itself."""
+    try:
+        text = read_text(path)
+    except (OSError, ValueError) as exc:
+        problems.append(Problem(str(path), str(exc)))
+        return
+    for chunk in chunks(text):
+        where = f"{path}:{chunk.line}"
+        try:
+            data = load_chunk(chunk)
+        except yaml.YAMLError as exc:
+            problems.append(Problem(where, f"{what} skipped: {_yaml_problem(exc, chunk.line)}"))
+            continue
+        if not isinstance(data, dict) or len(data) != 1:
+            problems.append(Problem(where, f"{what} skipped: expected {shape}"))
+            continue
+        ((key, value),) = data.items()
+        yield where, key, value
 
 
 def _turn(
@@ -279,23 +287,9 @@ def parse_local_time(value: Any, tz: tzinfo) -> datetime | None:
 
 def parse_core_file(path: Path, *, tz: tzinfo) -> tuple[list[MoeFact], list[Problem]]:
     """The facts of `core_mem.yml` in file order (comment lines are fine; a broken item loses only itself)."""
-    try:
-        text = read_text(path)
-    except (OSError, ValueError) as exc:
-        return [], [Problem(str(path), str(exc))]
     facts: list[MoeFact] = []
     problems: list[Problem] = []
-    for chunk in chunks(text):
-        where = f"{path}:{chunk.line}"
-        try:
-            data = load_chunk(chunk)
-        except yaml.YAMLError as exc:
-            problems.append(Problem(where, f"fact skipped: {_yaml_problem(exc, chunk.line)}"))
-            continue
-        if not isinstance(data, dict) or len(data) != 1:
-            problems.append(Problem(where, "fact skipped: expected `<id>: {time, text}`"))
-            continue
-        ((key, value),) = data.items()
+    for where, key, value in keyed_entries(path, "fact", "`<id>: {time, text}`", problems):
         if not isinstance(value, dict) or value.get("text") in (None, ""):
             problems.append(Problem(where, f"fact skipped: {key!r} has no `text`"))
             continue
