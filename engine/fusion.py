@@ -77,23 +77,30 @@ def assemble(
     templates: Mapping[str, str],
     time_text: str,
     window: Sequence[Message],
+    window_tokens: int | None = None,
     message: str,
     budget: Budget,
     names: Mapping[str, str],
 ) -> Assembly:
     """Build the messages. `templates` maps tier -> template with an `{{items}}` placeholder;
-    `names` fills `{{user}}` / `{{char}}` everywhere (as MoeChat does)."""
+    `names` fills `{{user}}` / `{{char}}` everywhere (as MoeChat does). `window_tokens` is the
+    window's token count when known (the short-term store keeps a count with each message)."""
     kept, dropped = trim(hits_by_tier, budget)
     messages: list[Message] = []
     tokens: dict[str, int] = {}
+    system_tokens = 0
 
-    def system(text: str) -> None:
+    def system(text: str) -> int:
+        nonlocal system_tokens
         text = render(text, **names)
-        if text:
-            messages.append({"role": "system", "content": text})
+        if not text:
+            return 0
+        messages.append({"role": "system", "content": text})
+        n = count_tokens(text)
+        system_tokens += n
+        return n
 
-    system(persona)
-    tokens["persona"] = count_tokens(messages[0]["content"]) if messages else 0
+    tokens["persona"] = system(persona)
     ordered = [t for t in TIER_ORDER if t in kept] + [t for t in kept if t not in TIER_ORDER]
     for tier in ordered:
         hits = kept[tier]
@@ -103,9 +110,9 @@ def assemble(
     system(time_text)
     for m in window:
         messages.append({"role": m["role"], "content": m["content"]})
-    tokens["window"] = sum(count_tokens(m["content"]) for m in window)
+    tokens["window"] = window_tokens if window_tokens is not None else sum(count_tokens(m["content"]) for m in window)
     messages.append({"role": "user", "content": message})
     tokens["message"] = count_tokens(message)
-    tokens["total"] = sum(count_tokens(m["content"]) for m in messages)
+    tokens["total"] = system_tokens + tokens["window"] + tokens["message"]
     all_kept = tuple(h for t in ordered for h in kept[t])
     return Assembly(messages=messages, kept=all_kept, dropped=tuple(dropped), tokens=tokens)

@@ -154,7 +154,7 @@ class MemoryOrchestrator:
         validate_id(user_id, kind="user id")
         now = self._local(now)
         state = self.short_term.state(user_id)
-        window = self.short_term.window(user_id)
+        window = self.short_term.window(user_id, state=state)
         recent = tuple(m.to_openai() for m in window)
         query_text = self._query_text(message, recent)
 
@@ -188,6 +188,7 @@ class MemoryOrchestrator:
             templates={tier: self.prompts.get(tier) for tier in hits_by_tier},
             time_text=self._time_text(now),
             window=opening + list(recent),
+            window_tokens=sum(count_tokens(m["content"]) for m in opening) + sum(m.tokens for m in window),
             message=message,
             budget=Budget(self.config.retrieval.budget_tokens, self.config.retrieval.caps.model_dump()),
             names=self._names,

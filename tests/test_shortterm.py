@@ -131,3 +131,12 @@ def test_crash_between_brain_and_history_write_drops_folded_messages(tmp_path):
     history.write_text(before, encoding="utf-8")  # as if the rewrite never happened
     restarted = make_memory(tmp_path)
     assert [m.id for m in restarted.state("u1").messages][0] == "t007:u"
+
+
+def test_hand_written_line_without_a_count_is_counted(tmp_path):
+    mem = make_memory(tmp_path)
+    history = tmp_path / "agents/c/users/u1/history.yaml"
+    history.parent.mkdir(parents=True)
+    history.write_text("- {id: h1, role: user, content: 我今天去了江边散步，看到了很多雾。}\n", encoding="utf-8")
+    (m,) = mem.state("u1").messages
+    assert m.tokens == count_tokens("我今天去了江边散步，看到了很多雾。")

@@ -22,6 +22,7 @@ import yaml
 from engine.errors import DataFileError
 from engine.fileio import append_text_durably, atomic_write_text, atomic_write_yaml, load_yaml_file, read_text_strict
 from engine.paths import CharacterPaths
+from engine.tokens import count_tokens
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +75,14 @@ class ShortTermBackend(Protocol):
 
     def lock(self, user_id: str) -> ContextManager[None]:
         """Serialise writes for one user (a Redis lock across processes, a thread lock in one)."""
+
+
+def message_from_dict(d: dict) -> WindowMessage:
+    """Raises KeyError / TypeError / ValueError for a dict that is not a message."""
+    content = str(d["content"])
+    # A hand-written line may lack the stored count; counting it here keeps budgets honest.
+    tokens = int(d.get("tokens") or 0) or count_tokens(content)
+    return WindowMessage(id=str(d["id"]), role=str(d["role"]), content=content, at=str(d.get("at", "")), tokens=tokens)
 
 
 def message_to_line(m: WindowMessage) -> str:
@@ -193,10 +202,7 @@ def _parse_line(line: str) -> WindowMessage | None:
     if not isinstance(d, dict):
         return None
     try:
-        return WindowMessage(
-            id=str(d["id"]), role=str(d["role"]), content=str(d["content"]), at=str(d.get("at", "")),
-            tokens=int(d.get("tokens", 0)),
-        )
+        return message_from_dict(d)
     except (KeyError, TypeError, ValueError):
         return None
 

@@ -61,14 +61,12 @@ class ShortTermMemory:
     def state(self, user_id: str) -> State:
         return self.backend.load(user_id)
 
-    def window(self, user_id: str) -> list[WindowMessage]:
+    def window(self, user_id: str, *, state: State | None = None) -> list[WindowMessage]:
         """What goes into the prompt as the conversation: the newest messages within both limits.
-        The background fold keeps the stored window within them too; this covers the gap."""
-        return fit_window(
-            self.backend.load(user_id).messages,
-            max_messages=self.config.max_messages,
-            max_tokens=self.config.max_tokens,
-        )
+        The background fold keeps the stored window within them too; this covers the gap.
+        Pass a `state` already loaded to avoid loading it again."""
+        messages = (state or self.backend.load(user_id)).messages
+        return fit_window(messages, max_messages=self.config.max_messages, max_tokens=self.config.max_tokens)
 
     def summary(self, user_id: str) -> str:
         return self.backend.load(user_id).brain.historical_summary

@@ -28,7 +28,7 @@ from redis.exceptions import LockError, LockNotOwnedError
 from engine.config import ShortTermConfig
 from engine.errors import DataFileError, EngineError
 from engine.paths import CharacterPaths, validate_id
-from engine.shortterm.backend import Brain, State, WindowMessage
+from engine.shortterm.backend import Brain, State, WindowMessage, message_from_dict
 
 _BRAIN_FIELDS = ("historical_summary", "last_history_id", "summarized_through", "updated_at")
 
@@ -181,11 +181,7 @@ def _dump(m: WindowMessage) -> str:
 
 def _message(line: str, key: str, index: int) -> WindowMessage:
     try:
-        d = json.loads(line)
-        return WindowMessage(
-            id=str(d["id"]), role=str(d["role"]), content=str(d["content"]), at=str(d.get("at", "")),
-            tokens=int(d.get("tokens", 0)),
-        )
+        return message_from_dict(json.loads(line))
     except (ValueError, KeyError, TypeError) as exc:
         raise DataFileError(f"unreadable window message at index {index}: {exc} (got {line[:80]!r})", path=f"redis:{key}") from None
 
