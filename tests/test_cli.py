@@ -4,8 +4,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import engine
 from engine.cli import COMMANDS, build_parser, main
 

@@ -1,7 +1,6 @@
 """Pure parts of core memory: the LLM reply parser, the offline rule extractor, the fact file."""
 
 from datetime import datetime
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest

@@ -6,7 +6,6 @@ import logging
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-import numpy as np
 import pytest
 
 from engine.adapters.llm import OpenAIChatLLM, ScriptedLLM

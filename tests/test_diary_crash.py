@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest

@@ -15,11 +15,8 @@ import pytest
 from engine.timeparse import TimeExpressionError, parse_time_ranges
 
 from timeparse_gold import (
-    AFTER_LEAP,
     DST_OFF,
     DST_ON,
-    JUNE1,
-    LEAP,
     MON,
     NEWYEAR,
     NY,

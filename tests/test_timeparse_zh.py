@@ -10,8 +10,7 @@ Lunar facts: 春节 2025-01-29, 2026-02-17, 2028-01-26; 中秋 2025-10-06;
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta, timezone
-from zoneinfo import ZoneInfo
+from datetime import datetime, timedelta, timezone
 
 import pytest
 

@@ -15,7 +15,7 @@ import hashlib
 import re
 import shutil
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any

@@ -53,6 +53,21 @@ class Atom:
     approx: bool = False
 
 
+class Atoms(list[Atom]):
+    """The atoms found in one text. `range` and `day` wrap a regex match into an atom, so every
+    grammar module adds them the same way."""
+
+    def range(self, m: re.Match[str], r: tuple[datetime, datetime] | None, name: str, *,
+              s: int | None = None, **kw: object) -> None:
+        """A resolved range; None (e.g. a day the month does not have) adds nothing."""
+        if r is not None:
+            self.append(Atom(m.start() if s is None else s, m.end(), "range", start=r[0], end=r[1],
+                             kind_name=name, **kw))  # type: ignore[arg-type]
+
+    def day(self, m: re.Match[str], d: date, name: str, **kw: object) -> None:
+        self.append(Atom(m.start(), m.end(), "day", day=d, kind_name=name, **kw))  # type: ignore[arg-type]
+
+
 def _clock_hour(hour: int, part: str | None, fixed: bool) -> int:
     if fixed or part is None:
         return hour

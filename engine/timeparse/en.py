@@ -13,7 +13,7 @@ from datetime import date, datetime, timedelta
 from . import calendar as cal
 from . import en_periods
 from .calendar import Hit
-from .compose import Atom, compose
+from .compose import Atom, Atoms, compose
 from .en_words import (
     FEST_RX as _FEST_RX,
     FESTIVALS as _FESTIVALS,
@@ -107,14 +107,9 @@ def atoms(text: str, now: datetime) -> list[Atom]:
     tz = now.tzinfo
     assert tz is not None
     today = now.date()
-    out: list[Atom] = []
+    out = Atoms()
 
-    def rng(m: re.Match[str], r: tuple[datetime, datetime], name: str, s: int | None = None, **kw: object) -> None:
-        out.append(Atom(m.start() if s is None else s, m.end(), "range", start=r[0], end=r[1], kind_name=name,
-                        **kw))  # type: ignore[arg-type]
-
-    def day(m: re.Match[str], d: date, name: str, **kw: object) -> None:
-        out.append(Atom(m.start(), m.end(), "day", day=d, kind_name=name, **kw))  # type: ignore[arg-type]
+    rng, day = out.range, out.day
 
     for m in _RX["rolling"].finditer(text):
         unit = m.group("u").lower().rstrip("s")

@@ -14,7 +14,7 @@ import re
 from datetime import date, datetime, timedelta, tzinfo
 
 from . import calendar as cal
-from .compose import Atom
+from .compose import Atom, Atoms
 from .en_words import MONTH, MONTHS, NUMS, NUMW, WD_ANY, WD_ABBR, WEEKDAYS
 
 _I = re.IGNORECASE
@@ -70,14 +70,9 @@ def atoms(text: str, now: datetime) -> list[Atom]:
     tz = now.tzinfo
     assert tz is not None
     today = now.date()
-    out: list[Atom] = []
+    out = Atoms()
 
-    def rng(m: re.Match[str], r: tuple[datetime, datetime] | None, name: str) -> None:
-        if r is not None:
-            out.append(Atom(m.start(), m.end(), "range", start=r[0], end=r[1], kind_name=name))
-
-    def day(m: re.Match[str], d: date, name: str, part: str | None = None) -> None:
-        out.append(Atom(m.start(), m.end(), "day", day=d, part=part, kind_name=name))
+    rng, day = out.range, out.day
 
     for m in _RX["month_part"].finditer(text):
         word = (m.group("adj") or m.group("noun")).lower()

@@ -10,12 +10,12 @@ conventions name is handled here; jionlp is only a fallback for the long tail
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 
 from . import calendar as cal
 from . import zh_periods
 from .calendar import Hit
-from .compose import Atom, compose
+from .compose import Atom, Atoms, compose
 from .festivals import festival_date
 from .zh_words import NUM, cn_int
 from .zh_words import YEAR as _YEAR
@@ -115,13 +115,9 @@ def atoms(text: str, now: datetime) -> list[Atom]:
     tz = now.tzinfo
     assert tz is not None
     today = now.date()
-    out: list[Atom] = []
+    out = Atoms()
 
-    def rng(m: re.Match[str], r: tuple[datetime, datetime], name: str, **kw: object) -> None:
-        out.append(Atom(m.start(), m.end(), "range", start=r[0], end=r[1], kind_name=name, **kw))  # type: ignore[arg-type]
-
-    def day(m: re.Match[str], d: date, name: str, **kw: object) -> None:
-        out.append(Atom(m.start(), m.end(), "day", day=d, kind_name=name, **kw))  # type: ignore[arg-type]
+    rng, day = out.range, out.day
 
     for m in _RX["rolling"].finditer(text):
         pre, unit, raw = m.group("pre"), m.group("u"), m.group("n")

@@ -13,7 +13,7 @@ import re
 from datetime import date, datetime, timedelta, tzinfo
 
 from . import calendar as cal
-from .compose import Atom
+from .compose import Atom, Atoms
 from .zh_words import NUM, YEAR, cn_int, period_offset, year_of
 
 _MREF = r"(?:(?P<rel>上上|上|这|本|下下|下)一?个?月|(?:" + YEAR + r")?(?P<m>" + NUM + r")月份?)"
@@ -64,11 +64,9 @@ def atoms(text: str, now: datetime) -> list[Atom]:
     tz = now.tzinfo
     assert tz is not None
     today = now.date()
-    out: list[Atom] = []
+    out = Atoms()
 
-    def rng(m: re.Match[str], r: tuple[datetime, datetime] | None, name: str) -> None:
-        if r is not None:
-            out.append(Atom(m.start(), m.end(), "range", start=r[0], end=r[1], kind_name=name))
+    rng = out.range
 
     for m in _RX["month_part"].finditer(text):
         ym = _month_of(m, today)

@@ -16,7 +16,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable
 from datetime import datetime, timedelta, tzinfo
-from pathlib import Path
 
 import numpy as np
 import yaml
