@@ -16,6 +16,8 @@ from engine.stores.base import Query
 from engine.stores.core import CoreMemoryStore
 from engine.stores.core.facts import fact_to_dict
 
+from counting import CountingEmbedder
+
 TZ = ZoneInfo("Asia/Shanghai")
 T0 = datetime(2026, 11, 2, 20, 0, tzinfo=TZ)
 
@@ -48,17 +50,6 @@ FILE = """\
   learned_at: '2026-10-04T10:00:00+08:00'
   source_turns: [t-0002]
 """
-
-
-class CountingEmbedder:
-    def __init__(self, inner):
-        self.inner, self.passages = inner, []
-        self.model_id, self.dim, self.default_thresholds = inner.model_id, inner.dim, inner.default_thresholds
-
-    def embed(self, texts, *, role="passage"):
-        if role == "passage":
-            self.passages.extend(texts)
-        return self.inner.embed(texts, role=role)
 
 
 @pytest.fixture

@@ -17,6 +17,8 @@ from engine.prompts import Prompts
 from engine.stores.base import Query, Turn
 from engine.stores.core import CoreMemoryStore
 
+from counting import CountingEmbedder
+
 ROOT = Path(__file__).resolve().parent.parent
 TZ = ZoneInfo("Asia/Shanghai")
 T0 = datetime(2026, 9, 1, 20, 0, tzinfo=TZ)
@@ -88,17 +90,6 @@ def test_two_hundred_turns(tmp_path, embedder, mode):
     assert "名字叫小明" in ask(store, "你还记得我叫什么吗？")[0].text
     assert not any(h.text.startswith("- 讨厌吃香菜") for h in ask(store, "我讨厌吃什么菜？"))
     store.close()
-
-
-class CountingEmbedder:
-    def __init__(self, inner):
-        self.inner, self.passages = inner, []
-        self.model_id, self.dim, self.default_thresholds = inner.model_id, inner.dim, inner.default_thresholds
-
-    def embed(self, texts, *, role="passage"):
-        if role == "passage":
-            self.passages.extend(texts)
-        return self.inner.embed(texts, role=role)
 
 
 def test_hand_edit_between_two_build_prompt_calls(tmp_path, embedder):

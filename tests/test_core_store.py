@@ -17,21 +17,10 @@ from engine.prompts import Prompts
 from engine.stores.base import Query, Turn
 from engine.stores.core import CoreMemoryStore, FactNotFoundError, FactOp
 
+from counting import CountingEmbedder
+
 TZ = ZoneInfo("Asia/Shanghai")
 T0 = datetime(2026, 11, 2, 20, 0, tzinfo=TZ)
-
-
-class CountingEmbedder:
-    """The real embedder, counting the passage texts it embeds (the vectors are real)."""
-
-    def __init__(self, inner):
-        self.inner, self.passages = inner, []
-        self.model_id, self.dim, self.default_thresholds = inner.model_id, inner.dim, inner.default_thresholds
-
-    def embed(self, texts, *, role="passage"):
-        if role == "passage":
-            self.passages.extend(texts)
-        return self.inner.embed(texts, role=role)
 
 
 @pytest.fixture

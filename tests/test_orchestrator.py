@@ -17,6 +17,8 @@ from engine.errors import InvalidIdError
 from engine.orchestrator import MemoryOrchestrator
 from engine.stores.base import Hit
 
+from counting import CountingEmbedder
+
 ROOT = Path(__file__).resolve().parent.parent
 TZ = ZoneInfo("Asia/Shanghai")
 
@@ -54,18 +56,6 @@ class BrokenStore(KeywordStore):
 
     def record(self, turn):
         raise OSError("cannot write")
-
-
-class CountingEmbedder:
-    """The real embedder, counting calls (not a mock: the vectors are real)."""
-
-    def __init__(self, inner):
-        self.inner, self.calls = inner, []
-        self.model_id, self.dim, self.default_thresholds = inner.model_id, inner.dim, inner.default_thresholds
-
-    def embed(self, texts, *, role="passage"):
-        self.calls.append((list(texts), role))
-        return self.inner.embed(texts, role=role)
 
 
 @pytest.fixture

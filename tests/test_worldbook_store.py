@@ -16,20 +16,7 @@ from engine.prompts import Prompts
 from engine.stores.base import Query, Store
 from engine.stores.worldbook import WorldBookStore
 
-
-class CountingEmbedder:
-    """The real embedder, recording every text it is asked to embed."""
-
-    def __init__(self, inner) -> None:
-        self.inner = inner
-        self.model_id = inner.model_id
-        self.dim = inner.dim
-        self.default_thresholds = inner.default_thresholds
-        self.texts: list[str] = []
-
-    def embed(self, texts, *, role="passage"):
-        self.texts.extend(texts)
-        return self.inner.embed(texts, role=role)
+from counting import CountingEmbedder
 
 
 @pytest.fixture
