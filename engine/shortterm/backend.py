@@ -77,6 +77,19 @@ class ShortTermBackend(Protocol):
         """Serialise writes for one user (a Redis lock across processes, a thread lock in one)."""
 
 
+def reconcile(messages: list[WindowMessage], brain: Brain) -> State:
+    """The state as stored, healed: a crash between writing the summary and rewriting the window
+    leaves messages that were already folded into the summary; they are dropped here. The last
+    message's id is the brain's `last_history_id` (so the window need not rewrite the brain)."""
+    if brain.summarized_through is not None:
+        ids = [m.id for m in messages]
+        if brain.summarized_through in ids:
+            messages = messages[ids.index(brain.summarized_through) + 1 :]
+    if messages:
+        brain.last_history_id = messages[-1].id
+    return State(messages, brain)
+
+
 def message_from_dict(d: dict) -> WindowMessage:
     """Raises KeyError / TypeError / ValueError for a dict that is not a message."""
     content = str(d["content"])
@@ -112,17 +125,8 @@ class FileBackend:
         cached = self._cache.get(user_id)
         if cached is not None and cached[0] == key:
             return State(list(cached[1].messages), _copy(cached[1].brain))
-        brain = self._load_brain(up.brain_file)
-        messages = self._load_history(up.history_file)
-        if brain.summarized_through is not None:
-            ids = [m.id for m in messages]
-            if brain.summarized_through in ids:
-                # A crash between writing brain.yaml and history.yaml leaves folded messages behind.
-                messages = messages[ids.index(brain.summarized_through) + 1 :]
-        if messages:
-            brain.last_history_id = messages[-1].id
-        state = State(messages, brain)
-        self._cache[user_id] = (key, State(list(messages), _copy(brain)))
+        state = reconcile(self._load_history(up.history_file), self._load_brain(up.brain_file))
+        self._cache[user_id] = (key, State(list(state.messages), _copy(state.brain)))
         return state
 
     def append(self, user_id: str, messages: list[WindowMessage], brain: Brain) -> None:

@@ -28,7 +28,7 @@ from redis.exceptions import LockError, LockNotOwnedError
 from engine.config import ShortTermConfig
 from engine.errors import DataFileError, EngineError
 from engine.paths import CharacterPaths, validate_id
-from engine.shortterm.backend import Brain, State, WindowMessage, message_from_dict
+from engine.shortterm.backend import Brain, State, WindowMessage, message_from_dict, reconcile
 
 _BRAIN_FIELDS = ("historical_summary", "last_history_id", "summarized_through", "updated_at")
 
@@ -113,13 +113,7 @@ class RedisBackend:
         else:
             with self._guard:
                 brain = _copy(self._local_brains.get(base, Brain()))
-        if brain.summarized_through is not None:
-            ids = [m.id for m in messages]
-            if brain.summarized_through in ids:
-                messages = messages[ids.index(brain.summarized_through) + 1 :]
-        if messages:
-            brain.last_history_id = messages[-1].id
-        return State(messages, brain)
+        return reconcile(messages, brain)
 
     def append(self, user_id: str, messages: list[WindowMessage], brain: Brain) -> None:
         """One RPUSH (atomic; durable as far as the server's persistence settings go)."""

@@ -108,7 +108,6 @@ def atoms(text: str, now: datetime) -> list[Atom]:
     assert tz is not None
     today = now.date()
     out = Atoms()
-
     rng, day = out.range, out.day
 
     for m in _RX["rolling"].finditer(text):

@@ -65,7 +65,6 @@ def atoms(text: str, now: datetime) -> list[Atom]:
     assert tz is not None
     today = now.date()
     out = Atoms()
-
     rng = out.range
 
     for m in _RX["month_part"].finditer(text):
