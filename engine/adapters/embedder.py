@@ -22,7 +22,8 @@ log = logging.getLogger(__name__)
 
 Role = Literal["query", "passage"]
 
-# Keys every backend gives a default for; stores look theirs up by these names.
+# Keys every backend gives a default for; stores look theirs up by these names (a test checks
+# that every backend declares exactly these).
 THRESHOLD_KEYS = ("core", "world_book", "diary_filter", "diary_fallback", "core_duplicate")
 
 

@@ -20,6 +20,7 @@ from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from engine.adapters.embedder import Embedder
+from engine.character import list_characters
 from engine.config import EngineConfig, load_config
 from engine.factory import default_config_path
 from engine.orchestrator import MemoryOrchestrator
@@ -44,10 +45,7 @@ class Registry:
         self._closed = False
 
     def available(self) -> list[str]:
-        agents = Path(self.config.data_dir) / "agents"
-        if not agents.is_dir():
-            return []
-        return sorted(p.name for p in agents.iterdir() if (p / "character.yaml").is_file())
+        return list_characters(self.config.data_dir)
 
     def exists(self, character_id: str) -> bool:
         try:

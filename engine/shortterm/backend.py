@@ -56,6 +56,7 @@ class Brain:
     """Id of the last message folded into the summary; older messages leave the window."""
     updated_at: str | None = None
     is_dirty: bool = field(default=False, compare=False)
+    """Changed since loaded; backends write the brain only when set (BrainMemory's is_dirty)."""
 
 
 @dataclass
@@ -149,7 +150,8 @@ class FileBackend:
     def replace(self, user_id: str, messages: list[WindowMessage], brain: Brain) -> None:
         up = self._paths.user(user_id)
         # Brain first: if we crash before history.yaml is rewritten, load() drops the folded ones.
-        atomic_write_yaml(up.brain_file, _brain_dict(brain))
+        if brain.is_dirty:
+            atomic_write_yaml(up.brain_file, _brain_dict(brain))
         atomic_write_text(up.history_file, "".join(message_to_line(m) for m in messages))
         brain.is_dirty = False
         self._cache.pop(user_id, None)

@@ -136,13 +136,13 @@ class RedisBackend:
             pipe.delete(f"{base}:window")
             if messages:
                 pipe.rpush(f"{base}:window", *(_dump(m) for m in messages))
-            if self._config.cacheable:
+            if self._config.cacheable and brain.is_dirty:
                 pipe.set(f"{base}:brain", json.dumps({k: getattr(brain, k) for k in _BRAIN_FIELDS}, ensure_ascii=False))
             self._expire(pipe, base)
             pipe.execute()
         except redis.RedisError as exc:
             raise self._error("replace", base, exc) from exc
-        if not self._config.cacheable:
+        if not self._config.cacheable and brain.is_dirty:
             with self._guard:
                 self._local_brains[base] = _copy(brain)
         brain.is_dirty = False

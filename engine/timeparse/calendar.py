@@ -42,10 +42,6 @@ def days_range(tz: tzinfo, first: date, last: date) -> Range:
     return at(tz, first), at(tz, last + timedelta(days=1))
 
 
-def hours_range(tz: tzinfo, d: date, h0: int, h1: int) -> Range:
-    return at(tz, d, h0), at(tz, d, h1)
-
-
 def monday_of(d: date) -> date:
     return d - timedelta(days=d.weekday())
 

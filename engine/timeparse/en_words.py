@@ -15,7 +15,6 @@ NUMW = r"(?:\d{1,3}|a couple of|a couple|couple of|a few|few|several|an?|one|two
 
 WEEKDAYS = {"monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5, "sunday": 6}
 WD_ABBR = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "thu": 3, "thur": 3, "thurs": 3, "fri": 4, "sat": 5, "sun": 6}
-WD_FULL = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 WD_ANY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tues|thurs|thur|mon|tue|wed|thu|fri|sat|sun)"
 
 MONTHS = {
