@@ -39,11 +39,16 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 def append_text_durably(path: Path, text: str) -> None:
     """Append and fsync: the existing bytes are never rewritten, so a crash can only tear the tail."""
+    append_bytes_durably(path, text.encode("utf-8"))
+
+
+def append_bytes_durably(path: Path, data: bytes) -> None:
+    """As `append_text_durably`, for bytes that may not be valid text (a torn tail set aside)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     created = not path.exists()
     with open(path, "ab") as f:
-        f.write(text.encode("utf-8"))
+        f.write(data)
         f.flush()
         os.fsync(f.fileno())
     if created:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +33,7 @@ import faiss
 import numpy as np
 
 from engine.adapters.embedder import Embedder
-from engine.fileio import atomic_write_text
+from engine.fileio import atomic_write_bytes, atomic_write_text
 from engine.stores.core.facts import Fact, text_hash
 from engine.stores.core.table import FactTable, to_snapshot
 
@@ -197,9 +196,7 @@ class IndexCache:
     def save(self, index: FactIndex, *, file_hash: str, facts: Iterable[Fact]) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         index_path = self.folder / INDEX_FILE
-        tmp = self.folder / f".{INDEX_FILE}.{os.getpid()}.tmp"
-        faiss.write_index(index.index, str(tmp))
-        os.replace(tmp, index_path)
+        atomic_write_bytes(index_path, faiss.serialize_index(index.index).tobytes())
         fact_ids = list(index.faiss_id)
         state = {
             "version": CACHE_VERSION,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone, tzinfo
@@ -22,7 +21,7 @@ from typing import Any
 import yaml
 
 from engine.errors import DataFileError
-from engine.fileio import append_text_durably, atomic_write_bytes
+from engine.fileio import append_bytes_durably, append_text_durably, atomic_write_bytes
 from engine.stores.diary.entry import DiaryEntry, EntryError, entry_from_item, format_entry
 
 log = logging.getLogger(__name__)
@@ -189,11 +188,8 @@ def set_aside_tail(path: Path, data: bytes, offset: int) -> bytes:
         return data  # changed under us; the next load looks again
     stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
     tail = data[offset:]
-    with open(corrupt_path(path), "ab") as f:
-        f.write(f"# set aside from {path.name} at {stamp} ({len(tail)} bytes)\n".encode())
-        f.write(tail if tail.endswith(b"\n") else tail + b"\n")
-        f.flush()
-        os.fsync(f.fileno())
+    header = f"# set aside from {path.name} at {stamp} ({len(tail)} bytes)\n".encode()
+    append_bytes_durably(corrupt_path(path), header + (tail if tail.endswith(b"\n") else tail + b"\n"))
     good = data[:offset]
     atomic_write_bytes(path, good)
     return good

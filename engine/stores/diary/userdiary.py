@@ -22,7 +22,7 @@ import yaml
 
 from engine.adapters.embedder import Embedder
 from engine.errors import DataFileError, EmbedderError
-from engine.fileio import atomic_write_yaml
+from engine.fileio import append_text_durably, atomic_write_yaml
 from engine.paths import UserPaths
 from engine.stores.diary.dayfile import DAY_FILE, DayLoad, append_entry, day_file_name, load_day
 from engine.stores.diary.entry import DiaryEntry
@@ -210,10 +210,7 @@ class UserDiary:
                 # tail and end the file on a newline before adding to it; then re-index it.
                 load = load_day(path, tz=self.tz, repair=True)
                 if load.data and not load.data.endswith(b"\n"):
-                    with open(path, "ab") as f:
-                        f.write(b"\n")
-                        f.flush()
-                        os.fsync(f.fileno())
+                    append_text_durably(path, "\n")
                 self.problems.extend(load.problems)
                 self._reindex(name)
             info = self.index.files.get(name)
