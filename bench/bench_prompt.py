@@ -52,6 +52,11 @@ def main() -> None:
             base = sorted(floor)[len(floor) // 2]
             report(f"  the embedding call alone ({len(batch)} texts) for {message!r}", floor)
             report(f"build_prompt {message!r}", timed(lambda: orch.build_prompt(message, user_id="bench", now=now), args.repeat), baseline_ms=base)
+            # The engine's own work (everything but the embedding call), from each result's timings:
+            # steady even when a busy host makes the embedding itself vary.
+            own = [r.timings_ms["total"] - r.timings_ms["embed"]
+                   for r in (orch.build_prompt(message, user_id="bench", now=now) for _ in range(args.repeat))]
+            report("  of which the engine's own work", own)
 
         counter = iter(range(10**9))
         record = timed(lambda: orch.record_turn(f"测试消息{next(counter)}", "好的", user_id="bench", at=now), args.repeat)
