@@ -67,7 +67,6 @@ def serve(
     each worker process builds the app from the same config (use the Redis short-term backend)."""
     import uvicorn
 
-    configure_threads()
     path = config_path if config_path is not None else default_config_path()
     config = load_config(path)
     if data_dir is not None:
@@ -80,6 +79,7 @@ def serve(
             f"{workers} workers need the Redis short-term backend (short_term.backend: redis); the file "
             "backend serialises writes within one process only"
         )
+    configure_threads()
     common: dict[str, Any] = {
         "host": host, "port": port, "log_level": log_level,
         "timeout_graceful_shutdown": config.service.shutdown_grace_s,
