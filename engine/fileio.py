@@ -92,18 +92,20 @@ class YAMLLimits:
     max_depth: int = 32
     """Deepest nesting of lists and mappings (kioku's formats need 4; libyaml's composer
     overflows the C stack around 50,000 and Python's constructor recurses too)."""
-    max_nodes: int = 1_000_000
-    """Most scalars, lists and mappings (each costs ~0.4 KB while the file is being read)."""
+    max_nodes: int = 250_000
+    """Most scalars, lists and mappings: reading costs ~0.35 KB and ~5-10 µs per value whatever
+    the file's size, so a dense 2 MB file of a million values would cost ~350 MB."""
     max_scalar_chars: int = 1_048_576
     """Longest single value (one diary text, one fact, one world-book entry)."""
 
 
 # config.yaml, character.yaml, environment values.
-SMALL_LIMITS = YAMLLimits(max_bytes=1 << 20, max_nodes=100_000)
-# Diary day files, world-book files, history and summary files.
-DEFAULT_LIMITS = YAMLLimits(max_bytes=16 << 20)
-# core_mem.yml: ~200 bytes and ~16 nodes per fact, so ~300k facts.
-LARGE_LIMITS = YAMLLimits(max_bytes=64 << 20, max_nodes=5_000_000)
+SMALL_LIMITS = YAMLLimits(max_bytes=1 << 20, max_nodes=50_000)
+# Diary day files, world-book files, history and summary files, MoeChat files (the loaders'
+# default): a 5,000-entry world book is ~50k values.
+DATA_FILE_LIMITS = YAMLLimits(max_bytes=16 << 20)
+# core_mem.yml (parse_yaml's default): ~15 values per fact, so up to ~160k facts (~0.9 GB to read).
+LARGE_LIMITS = YAMLLimits(max_bytes=64 << 20, max_nodes=2_500_000)
 
 
 class YAMLLimitError(yaml.MarkedYAMLError):
@@ -116,7 +118,7 @@ class YAMLLimitError(yaml.MarkedYAMLError):
 _Base: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def check_yaml(text: str | bytes, limits: YAMLLimits = DEFAULT_LIMITS) -> None:
+def check_yaml(text: str | bytes, limits: YAMLLimits = DATA_FILE_LIMITS) -> None:
     """Walk the event stream (libyaml's parser is iterative; ~12% of a full load) and raise
     YAMLLimitError at the first alias or exceeded bound, before any node is composed.
 
@@ -171,16 +173,29 @@ class BoundedLoader(_Base):  # type: ignore[misc, valid-type]
     Use it wherever `yaml.load(text, Loader=...)` is called; `BoundedLoader.with_limits(...)`
     gives a loader with other bounds."""
 
-    limits: YAMLLimits = DEFAULT_LIMITS
+    limits: YAMLLimits = DATA_FILE_LIMITS
 
     def __init__(self, stream: Any) -> None:
         if not isinstance(stream, (str, bytes)):
             stream = stream.read()
         self._source = stream
         self._checked = False
-        super().__init__(stream)
+        self._bad: YAMLLimitError | None = None
+        try:
+            super().__init__(stream)
+        except UnicodeEncodeError as exc:
+            # A lone surrogate (text decoded with surrogateescape, e.g. from the environment);
+            # raised when the loader is used, like every other problem, with its line.
+            line = stream[: exc.start].count("\n")
+            self._bad = YAMLLimitError(
+                f"character U+{ord(stream[exc.start]):04X} is not valid text (a lone surrogate)",
+                yaml.Mark("<text>", exc.start, line, 0, None, None),
+            )
+            super().__init__("")
 
     def _check(self) -> None:
+        if self._bad is not None:
+            raise self._bad
         if not self._checked:
             check_yaml(self._source, self.limits)
             self._checked = True
@@ -197,6 +212,18 @@ class BoundedLoader(_Base):  # type: ignore[misc, valid-type]
     def get_node(self) -> Any:
         self._check()
         return super().get_node()
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        # PyYAML's own constructors raise plain ValueError for `2026-02-30` (a day that does not
+        # exist) and AttributeError for `!!timestamp x`; make every bad value a YAML error with its line.
+        try:
+            return super().construct_object(node, deep=deep)
+        except yaml.YAMLError:
+            raise
+        except (ValueError, OverflowError, TypeError, AttributeError, KeyError, IndexError) as exc:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"unreadable value {node.value!r:.80}: {exc}", node.start_mark
+            ) from None
 
     @classmethod
     def with_limits(cls, limits: YAMLLimits) -> type["BoundedLoader"]:
@@ -235,7 +262,7 @@ UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, 
 
 
 def parse_yaml(
-    text: str, *, path: Path | str, unique_keys: bool = True, limits: YAMLLimits = DEFAULT_LIMITS
+    text: str, *, path: Path | str, unique_keys: bool = True, limits: YAMLLimits = LARGE_LIMITS
 ) -> Any:
     """Parse YAML text within `limits`; any problem (syntax, alias, size, depth, duplicate key)
     becomes a DataFileError naming the file and the 1-based line."""
@@ -247,11 +274,16 @@ def parse_yaml(
         line = mark.line + 1 if mark is not None else None
         problem = exc.problem or exc.context or "invalid YAML"
         raise DataFileError(problem, path=str(path), line=line) from exc
+    except yaml.reader.ReaderError as exc:
+        line = text[: exc.position].count("\n") + 1 if isinstance(exc.position, int) else None
+        char = exc.character
+        code = char if isinstance(char, int) else ord(char[:1] or "\0")
+        raise DataFileError(f"character U+{code:04X} is not allowed in YAML ({exc.reason})", path=str(path), line=line) from exc
     except yaml.YAMLError as exc:
-        raise DataFileError(f"invalid YAML: {exc}", path=str(path)) from exc
+        raise DataFileError(f"invalid YAML: {' '.join(str(exc).split())}", path=str(path)) from exc
 
 
-def read_bytes_capped(path: Path, *, max_bytes: int = DEFAULT_LIMITS.max_bytes) -> bytes:
+def read_bytes_capped(path: Path, *, max_bytes: int = LARGE_LIMITS.max_bytes) -> bytes:
     """The file's bytes; DataFileError naming the file when it is larger than `max_bytes`
     (checked before reading, and again on what was read, in case it grew meanwhile)."""
     path = Path(path)
@@ -265,7 +297,7 @@ def read_bytes_capped(path: Path, *, max_bytes: int = DEFAULT_LIMITS.max_bytes) 
     return data
 
 
-def read_text_strict(path: Path, *, max_bytes: int = DEFAULT_LIMITS.max_bytes) -> str:
+def read_text_strict(path: Path, *, max_bytes: int = LARGE_LIMITS.max_bytes) -> str:
     """Read UTF-8 text of at most `max_bytes`; invalid bytes are reported with the file and line."""
     data = read_bytes_capped(path, max_bytes=max_bytes)
     try:
@@ -277,7 +309,7 @@ def read_text_strict(path: Path, *, max_bytes: int = DEFAULT_LIMITS.max_bytes) -
         ) from exc
 
 
-def load_yaml_file(path: Path, *, unique_keys: bool = True, limits: YAMLLimits = DEFAULT_LIMITS) -> Any:
+def load_yaml_file(path: Path, *, unique_keys: bool = True, limits: YAMLLimits = LARGE_LIMITS) -> Any:
     text = read_text_strict(path, max_bytes=limits.max_bytes)
     return parse_yaml(text, path=path, unique_keys=unique_keys, limits=limits)
 
