@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,13 +12,18 @@ from typing import Any
 import yaml
 
 from engine.errors import DataFileError
+from engine.tempfiles import clean_stale_temp_files, make_temp
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so that a crash leaves either the old or the new file, never half."""
+    """Replace `path` with `data` so that a crash leaves either the old or the new file, never half.
+
+    The temp file's name says which host and process wrote it, so leftovers of a killed writer
+    are removed by a later write into the same folder (`engine.tempfiles`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    clean_stale_temp_files(path.parent)
+    fd, tmp = make_temp(path.parent, path.name)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
