@@ -206,7 +206,7 @@ def open_config(
     if config is None:
         config = load_config(path if path is not None else default_config_path(), env=env)
     if data_dir is not None:
-        config = config.model_copy(update={"data_dir": Path(data_dir).expanduser().absolute()})
+        config = config.model_copy(update={"data_dir": Path(data_dir).expanduser()})
     return config
 
 
