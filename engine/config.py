@@ -1,7 +1,9 @@
 """Engine configuration: strict pydantic models, loaded from YAML, with env overrides for secrets.
 
 Every default lives here and is restated in the top-level `config.yaml`. A character may
-override any value in the `config:` section of its `character.yaml`.
+override persona-level values (language, time zone, thresholds, budgets, retrieval knobs) in the
+`config:` section of its `character.yaml`; endpoints, models, keys and storage stay the
+operator's (`CHARACTER_KEYS`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from engine.errors import ConfigError
-from engine.fileio import parse_yaml, read_text_strict
+from engine.fileio import SMALL_LIMITS, BoundedLoader, parse_yaml, read_text_strict
+from engine.trust import check_character_overrides
 
 
 class _Strict(BaseModel):
@@ -203,6 +206,30 @@ _SECRETS = (
 ENV_PREFIX = "KIOKU__"
 
 
+def default_config_path() -> Path | None:
+    """./config.yaml when present (a checkout or a deployment folder), else None (built-in defaults)."""
+    candidate = Path.cwd() / "config.yaml"
+    return candidate if candidate.is_file() else None
+
+
+def open_config(
+    config: EngineConfig | None = None,
+    *,
+    path: Path | str | None = None,
+    data_dir: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> EngineConfig:
+    """The configuration every surface (library, CLI, service, importer) starts from, opened once.
+
+    `config` when given, else the file at `path`, else ./config.yaml when present, else the
+    defaults; then `data_dir` (a command-line flag or an app argument) replaces the config's."""
+    if config is None:
+        config = load_config(path if path is not None else default_config_path(), env=env)
+    if data_dir is not None:
+        config = config.model_copy(update={"data_dir": Path(data_dir).expanduser()})
+    return config
+
+
 def load_config(
     path: Path | str | None = None,
     *,
@@ -220,14 +247,14 @@ def load_config(
     source = "<defaults>"
     if path is not None:
         source = str(path)
-        text = read_text_strict(Path(path))
-        data = parse_yaml(text, path=source)
+        text = _read_config_text(Path(path))
+        data = parse_yaml(text, path=source, limits=SMALL_LIMITS)
         if data is None:
             data = {}
         if not isinstance(data, dict):
             raise ConfigError(f"{source}: the top level must be a mapping of keys, got {type(data).__name__}")
         raw = data
-        lines = _key_lines(text)
+        lines = key_lines(text)
         base = Path(path).resolve().parent
         if "data_dir" in raw and not Path(str(raw["data_dir"])).is_absolute():
             raw["data_dir"] = str(base / str(raw["data_dir"]))
@@ -240,9 +267,21 @@ def load_config(
         if name.startswith(ENV_PREFIX):
             keys = [k.lower() for k in name[len(ENV_PREFIX):].split("__") if k]
             if keys:
-                raw = deep_merge(raw, _nest(keys, yaml.safe_load(value)))
+                parsed = parse_yaml(value, path=f"environment variable {name}", limits=SMALL_LIMITS)
+                raw = deep_merge(raw, _nest(keys, parsed))
     config = validate_config(raw, source=source, lines=lines)
     return _with_secrets(config, env)
+
+
+def _read_config_text(path: Path) -> str:
+    try:
+        return read_text_strict(path, max_bytes=SMALL_LIMITS.max_bytes)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a folder, not a config file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config file ({exc.strerror or exc})") from None
 
 
 def validate_config(
@@ -254,13 +293,22 @@ def validate_config(
         raise ConfigError(_describe(exc, source, lines or {})) from None
 
 
-def merge_config(base: EngineConfig, overrides: Mapping[str, Any], *, source: str) -> EngineConfig:
-    """A copy of `base` with `overrides` (e.g. a character's `config:` section) applied and re-validated."""
+def merge_config(
+    base: EngineConfig,
+    overrides: Mapping[str, Any],
+    *,
+    source: str,
+    lines: Mapping[tuple[str, ...], int] | None = None,
+) -> EngineConfig:
+    """A copy of `base` with a character's `config:` section applied and re-validated.
+
+    Only `CHARACTER_KEYS` may be set: any other key raises ConfigError naming the key, `source`
+    and its line (`lines`: key path inside the section -> 1-based line of the file)."""
     if not overrides:
         return base
-    _reject_inline_secrets(dict(overrides), source)
+    check_character_overrides(overrides, schema=EngineConfig, source=source, lines=lines)
     dumped = base.model_dump(mode="python", exclude_none=False)
-    merged = validate_config(deep_merge(dumped, dict(overrides)), source=source)
+    merged = validate_config(deep_merge(dumped, dict(overrides)), source=source, lines=lines)
     # Secrets are excluded from dumps; carry them over from the base.
     return _copy_secrets(base, merged)
 
@@ -335,10 +383,11 @@ def _nearest_line(loc: tuple[str, ...], lines: Mapping[tuple[str, ...], int]) ->
     return None
 
 
-def _key_lines(text: str) -> dict[tuple[str, ...], int]:
-    """Map each dotted key path of a YAML mapping to its 1-based line, for error messages."""
+def key_lines(text: str) -> dict[tuple[str, ...], int]:
+    """Map each dotted key path of a YAML mapping to its 1-based line, for error messages.
+    (Only called on text that already loaded, so the bounded loader has accepted it.)"""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=BoundedLoader)  # noqa: S506 - a safe loader
     except yaml.YAMLError:
         return {}
     out: dict[tuple[str, ...], int] = {}

