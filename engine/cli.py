@@ -323,6 +323,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # Process-wide settings belong to the entry point, not to library imports (one FAISS thread is
+    # faster for single queries on small machines).
+    from engine.runtime import configure_threads
+
+    configure_threads()
     _, handler = COMMANDS[args.command]
     try:
         return handler(args)

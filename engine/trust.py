@@ -76,6 +76,9 @@ OPERATOR_KEYS: frozenset[str] = frozenset({
     "short_term.redis_lock_timeout_s",
     "short_term.redis_lock_wait_s",
     "retrieval.store_timeout_s",
+    "retrieval.max_prompts_in_flight",
+    "retrieval.stuck_calls_per_store",
+    "retrieval.max_query_chars",
     "core.max_pending_turns",
     "service",
 })

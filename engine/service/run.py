@@ -19,7 +19,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.config import EngineConfig, load_config
+from engine.config import EngineConfig, open_config
 from engine.errors import ConfigError
 from engine.factory import default_config_path
 from engine.runtime import configure_threads
@@ -68,9 +68,7 @@ def serve(
     import uvicorn
 
     path = config_path if config_path is not None else default_config_path()
-    config = load_config(path)
-    if data_dir is not None:
-        config = config.model_copy(update={"data_dir": Path(data_dir)})
+    config = open_config(path=path, data_dir=data_dir)
     host = host or config.service.host
     port = port if port is not None else config.service.port
     check_bind(config, host)
