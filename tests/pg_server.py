@@ -303,3 +303,17 @@ class PgDatabase:
     vector: bool
     """Whether pgvector is available in this database."""
     server: PgServer
+
+
+@pytest.fixture
+def pg(pg_db):
+    """An upgraded database on both paths: (Database, SchemaState, PgDatabase)."""
+    import psycopg
+
+    from engine.storage.postgres import Database, PgSettings, upgrade
+
+    with psycopg.connect(pg_db.conninfo) as conn:
+        state = upgrade(conn)
+    db = Database(PgSettings(url=pg_db.conninfo, max_connections=4), environ={}).open()
+    yield db, state, pg_db
+    db.close()

@@ -222,6 +222,8 @@ class PgTurnSearch:
                 exact = index is None or start is not None or end is not None
             if not exact and index is not None:
                 conn.execute(f"SET LOCAL hnsw.ef_search = {max(int(self.ef_search), k)}")
+                # We decided on the graph for this user; a small table's cost estimate would pick a sort.
+                conn.execute("SET LOCAL enable_sort = off")
                 # The owner id is written into the SQL (an int): the planner matches the partial
                 # index's predicate only against a constant, not a bound parameter.
                 rows = conn.execute(
@@ -260,6 +262,7 @@ class PgTurnSearch:
                        f"WHERE owner_id = {int(owner)} AND live AND embedding IS NOT NULL OFFSET 0) s ORDER BY d LIMIT %s")
                 params = (np.asarray(vector, np.float32), k)
             else:
+                conn.execute("SET LOCAL enable_sort = off")
                 sql = (f"EXPLAIN (COSTS OFF) SELECT turn_id FROM turn_search WHERE owner_id = {int(owner)} AND live "
                        "ORDER BY embedding <=> %s LIMIT %s")
                 params = (np.asarray(vector, np.float32), k)
