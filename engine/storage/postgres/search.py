@@ -300,12 +300,12 @@ _MAX = datetime.fromisoformat("9999-12-30T00:00:00+00:00")
 _LEXICAL_SQL = """
 WITH words AS (
     SELECT DISTINCT w FROM unnest(tsvector_to_array(to_tsvector(%(cfg)s::regconfig, %(text)s))) AS w
-), q AS (
+), q AS MATERIALIZED (
     SELECT w, (%(otq)s::tsquery && ('''' || replace(replace(w, E'\\\\', E'\\\\\\\\'), '''', '''''') || '''')::tsquery) AS tq
     FROM words
-), n AS (
+), n AS MATERIALIZED (
     SELECT count(*)::float8 AS n FROM turn_search WHERE owner_id = %(owner)s AND live
-), df AS (
+), df AS MATERIALIZED (
     SELECT w, tq, (SELECT count(*) FROM (SELECT 1 FROM turn_search t WHERE t.lexemes @@ q.tq LIMIT %(cap)s) c) AS df
     FROM q
 ), scored AS (
