@@ -67,7 +67,8 @@ class Generator:
         return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def bulk_load(conninfo: str, owner: int, n: int, gen: Generator, *, vector: bool, spacing_s: int) -> tuple[list[str], np.ndarray]:
+def bulk_load(conninfo: str, owner: int, n: int, gen: Generator, *, vector: bool, spacing_s: int,
+              config: str = "english") -> tuple[list[str], np.ndarray]:
     """COPY n turns of one owner into diary_turns and turn_search; returns (texts, vectors)."""
     texts, vecs = gen.texts(n), gen.vectors(n)
     with psycopg.connect(conninfo) as conn:
@@ -90,7 +91,7 @@ def bulk_load(conninfo: str, owner: int, n: int, gen: Generator, *, vector: bool
                     copy.write_row((owner, f"t{i}", ats[i], texts[i] + "\nok",
                                     vecs[i] if vector else vecs[i].astype("<f4").tobytes()))
             cur.execute(f"INSERT INTO turn_search (owner_id, turn_id, at, lexemes, {col}) SELECT owner_id, turn_id, at, "
-                        f"array_to_tsvector(ARRAY['owner ' || owner_id]) || to_tsvector('simple', doc), {col} FROM stage")
+                        f"array_to_tsvector(ARRAY['owner ' || owner_id]) || to_tsvector(%s::regconfig, doc), {col} FROM stage", (config,))
             cur.execute("DROP TABLE stage")
     return texts, vecs
 

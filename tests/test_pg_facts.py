@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest  # noqa: I001
+
+pytest.importorskip("psycopg", reason="the Postgres backend needs kioku[postgres]")  # before the imports below
+
 import os
 import subprocess
 import sys
@@ -9,10 +13,9 @@ import textwrap
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import pytest
 
 from engine.storage.postgres.facts import FactMissingError, PgFacts
-from pg_server import pg, pg_db, pg_plain_server, pg_vector_server  # noqa: F401 - fixtures
+from pg_server import pg, pg_db, pg_plain_server, pg_vector_server  # noqa: E402, F401 - fixtures
 
 CST = timezone(timedelta(hours=8))
 T0 = datetime(2026, 11, 2, 10, 0, tzinfo=CST)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest  # noqa: I001
+
+pytest.importorskip("psycopg", reason="the Postgres backend needs kioku[postgres]")  # before the imports below
+
 import os
 import signal
 import subprocess
@@ -14,7 +18,7 @@ from pathlib import Path
 from engine.shortterm.backend import WindowMessage
 from engine.storage.postgres.journal import JournalTurn, PgJournal
 from engine.storage.postgres.window import PgWindow
-from pg_server import pg, pg_db, pg_plain_server, pg_vector_server  # noqa: F401 - fixtures
+from pg_server import pg, pg_db, pg_plain_server, pg_vector_server  # noqa: E402, F401 - fixtures
 
 T0 = datetime(2026, 5, 1, 21, 0, tzinfo=timezone(timedelta(hours=8)))
 REPO = Path(__file__).resolve().parents[1]

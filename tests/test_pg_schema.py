@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest  # noqa: I001
+
+pytest.importorskip("psycopg", reason="the Postgres backend needs kioku[postgres]")  # before the imports below
+
 import psycopg
-import pytest
 
 from engine.errors import ConfigError
 from engine.storage.postgres import (
@@ -16,7 +19,7 @@ from engine.storage.postgres import (
     check_schema,
     upgrade,
 )
-from pg_server import fresh_database, pg_db, pg_plain_server, pg_vector_server  # noqa: F401 - fixtures
+from pg_server import fresh_database, pg_db, pg_plain_server, pg_vector_server  # noqa: E402, F401 - fixtures
 
 
 def test_upgrade_creates_the_schema_and_reports_the_vector_mode(pg_db):

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest  # noqa: I001
+
+pytest.importorskip("psycopg", reason="the Postgres backend needs kioku[postgres]")  # before the imports below
+
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -14,7 +18,7 @@ from engine.storage.postgres.transfer import export_character, import_character
 from engine.stores.core.facts import Fact, Revision, dump_facts, parse_facts
 from engine.stores.diary.dayfile import append_entry, day_file_name, load_day
 from engine.stores.diary.entry import DiaryEntry
-from pg_server import pg, pg_db, pg_plain_server, pg_vector_server  # noqa: F401 - fixtures
+from pg_server import pg, pg_db, pg_plain_server, pg_vector_server  # noqa: E402, F401 - fixtures
 
 TZ = ZoneInfo("Asia/Shanghai")
 CST = timezone(timedelta(hours=8))

@@ -73,6 +73,13 @@ def describe_url(settings: PgSettings) -> str:
     return f"{parts.get('user') or ''}@{host}:{parts.get('port') or 5432}/{parts.get('dbname') or ''}"
 
 
+def _describe_error(settings: PgSettings, exc: psycopg.OperationalError) -> str:
+    if isinstance(exc, psycopg.errors.QueryCanceled):
+        return (f"PostgreSQL ({describe_url(settings)}) cancelled a statement after "
+                f"{settings.statement_timeout_ms} ms (storage.statement_timeout_ms): {exc}")
+    return f"PostgreSQL error ({describe_url(settings)}): {exc}"
+
+
 class Database:
     """A connection pool plus the error mapping every repository shares."""
 
@@ -120,8 +127,9 @@ class Database:
                 f"({describe_url(self.settings)}): {exc}"
             ) from None
         except psycopg.OperationalError as exc:
-            # Connection lost or refused mid-transaction: nothing was committed.
-            raise StorageUnavailableError(f"PostgreSQL error ({describe_url(self.settings)}): {exc}") from exc
+            # Connection lost or refused, or a statement over statement_timeout_ms: nothing of
+            # this transaction was committed.
+            raise StorageUnavailableError(_describe_error(self.settings, exc)) from exc
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection]:
@@ -133,7 +141,7 @@ class Database:
         except PoolTimeout as exc:
             raise StorageUnavailableError(f"no PostgreSQL connection: {exc}") from None
         except psycopg.OperationalError as exc:
-            raise StorageUnavailableError(f"PostgreSQL error ({describe_url(self.settings)}): {exc}") from exc
+            raise StorageUnavailableError(_describe_error(self.settings, exc)) from exc
 
     def __enter__(self) -> "Database":
         return self.open()

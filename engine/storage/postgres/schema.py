@@ -87,10 +87,15 @@ def upgrade(
     *,
     vector: VectorChoice = "auto",
     dim: int = 384,
-    lexical_config: str = "simple",
+    lexical_config: str = "english",
 ) -> SchemaState:
     """Apply every missing migration; returns the state afterwards. `vector`, `dim` and
-    `lexical_config` matter only for a new database (an existing one keeps what it has)."""
+    `lexical_config` matter only for a new database (an existing one keeps what it has).
+
+    `lexical_config` "english" (default) stems English words and drops English stopwords; the
+    jieba-segmented Chinese words pass through it unchanged. Measured (bench/bench_pg_lexical.py):
+    LoCoMo recall@10 0.70 vs 0.65 for "simple", same Chinese results, and faster (fewer common
+    words to count). "simple" suits languages the English stemmer would mangle."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
         if not _meta_exists(conn):

@@ -175,6 +175,8 @@ class PgTurnSearch:
         with self.db.connection() as conn:
             conn.autocommit = True
             try:
+                # A build over 100k rows takes minutes; the pool's per-statement cap is for queries.
+                conn.execute("SET statement_timeout = 0")
                 conn.execute(
                     f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON turn_search "
                     f"USING hnsw (embedding vector_cosine_ops) WHERE owner_id = {int(owner)} AND live"
@@ -183,6 +185,7 @@ class PgTurnSearch:
                     "INSERT INTO owner_vector_index (owner_id, index_name, rows_built) VALUES (%s, %s, %s) "
                     "ON CONFLICT (owner_id) DO NOTHING", (owner, name, rows))
             finally:
+                conn.execute("RESET statement_timeout")
                 conn.autocommit = False
         self._owner_index[owner] = name
         return name
