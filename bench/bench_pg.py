@@ -4,8 +4,9 @@
     PYTHONPATH=$PWD .venv/bin/python bench/bench_pg.py --big 5000 --users 50 --per-user 100   # quick
 
 Data is synthetic, and says so: texts are words drawn from a Zipf distribution over an English and
-a (pre-segmented) Chinese vocabulary; vectors are clustered random unit vectors (16 topics per
-user plus noise) — not model embeddings, so recall numbers describe the index, not the model.
+a (pre-segmented) Chinese vocabulary; vectors are random unit vectors with the shape of text
+embeddings (16 topics per user in a 32-dim latent space projected to 384 dims, see
+`Generator.vectors`) — not model embeddings, so recall numbers describe the index, not the model.
 Rows are bulk-loaded with COPY (the bench measures queries, not the import path; imports go
 through `transfer.import_character`). Queries go through the library (`PgTurnSearch.search`,
 `PgDiaryTurns.range`): a query is 3 words of one of the user's turns plus that turn's vector with
@@ -39,6 +40,7 @@ from engine.storage.postgres.diary import PgDiaryTurns  # noqa: E402
 from engine.storage.postgres.search import PgTurnSearch  # noqa: E402
 
 DIM = 384
+LATENT = 32
 T0 = datetime(2024, 1, 1, tzinfo=timezone(timedelta(hours=8)))
 ZH = ("火锅 博物馆 香菜 猫 阿黄 爬山 加班 电影 咖啡 下雨 生日 医院 考试 旅行 重庆 成都 北京 上海 面试 搬家 "
       "跑步 游泳 音乐 钢琴 小说 画画 做饭 饺子 面条 米饭 朋友 妈妈 爸爸 老师 同事 公司 学校 周末 假期 春节").split()
@@ -51,8 +53,11 @@ def vocabulary(rng: np.random.Generator, n: int = 5000) -> list[str]:
 
 
 class Generator:
+    kind = "lowrank"
+
     def __init__(self, seed: int = 0) -> None:
         self.rng = np.random.default_rng(seed)
+        self.projection = np.random.default_rng(12345).standard_normal((LATENT, DIM)).astype(np.float32) / np.sqrt(LATENT)
         self.vocab = np.array(vocabulary(self.rng), dtype=object)
         ranks = np.arange(1, len(self.vocab) + 1)
         self.p = (1 / ranks) / (1 / ranks).sum()
@@ -62,8 +67,18 @@ class Generator:
         return [" ".join(self.vocab[row]) for row in picks]
 
     def vectors(self, n: int, topics: int = 16) -> np.ndarray:
-        centers = self.rng.standard_normal((topics, DIM)).astype(np.float32)
-        v = centers[self.rng.integers(0, topics, n)] + 0.6 * self.rng.standard_normal((n, DIM)).astype(np.float32)
+        """Unit vectors with the shape of text embeddings: a mixture of topics in a 32-dim latent
+        space, mapped into 384 dims by one fixed random projection, plus a little isotropic noise.
+        (Isotropic noise in all 384 dims — `--vectors isotropic` — has no neighbourhood structure:
+        every point is about equally far from every other, which no ANN index, and no real
+        embedding model, looks like.)"""
+        if self.kind == "isotropic":
+            centers = self.rng.standard_normal((topics, DIM)).astype(np.float32)
+            v = centers[self.rng.integers(0, topics, n)] + 0.6 * self.rng.standard_normal((n, DIM)).astype(np.float32)
+        else:
+            centers = self.rng.standard_normal((topics, LATENT)).astype(np.float32)
+            z = centers[self.rng.integers(0, topics, n)] + 0.7 * self.rng.standard_normal((n, LATENT)).astype(np.float32)
+            v = z @ self.projection + 0.05 * self.rng.standard_normal((n, DIM)).astype(np.float32)
         return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
@@ -117,7 +132,8 @@ def queries(gen: Generator, texts: list[str], vecs: np.ndarray, n: int) -> list[
     out = []
     for i in gen.rng.integers(0, len(texts), n):
         words = texts[i].split()
-        q = vecs[i] + 0.3 * gen.rng.standard_normal(DIM).astype(np.float32)
+        # Noise of norm ~0.3 around a unit vector: a paraphrase-like query near turn i.
+        q = vecs[i] + (0.3 / np.sqrt(DIM)) * gen.rng.standard_normal(DIM).astype(np.float32)
         out.append((" ".join(words[:3]), (q / np.linalg.norm(q)).astype(np.float32), int(i)))
     return out
 
@@ -247,7 +263,10 @@ def main() -> None:
     ap.add_argument("--sample-users", type=int, default=20)
     ap.add_argument("--filtered-users", type=int, default=1000, help="users for the shared-HNSW recall test (0: skip)")
     ap.add_argument("--paths", default="pgserver,debian")
+    ap.add_argument("--vectors", choices=["lowrank", "isotropic"], default="lowrank",
+                    help="synthetic vector shape (see Generator.vectors)")
     args = ap.parse_args()
+    Generator.kind = args.vectors
     summary = {}
     for name in args.paths.split(","):
         summary[name] = run_path(name, args)

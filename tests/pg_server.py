@@ -218,6 +218,10 @@ class PgServer:
                 self.proc.wait(5)
         self.proc = None
 
+    def halt(self) -> None:
+        """Stop the server process (fast shutdown), keeping its folder: "the database went down"."""
+        self._kill()
+
     def stop(self) -> None:
         self._kill()
         if self.root is not None:

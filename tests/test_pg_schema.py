@@ -90,3 +90,27 @@ def test_a_server_that_is_down_fails_fast_with_storage_unavailable(tmp_path):
     settings = PgSettings(url=f"host={tmp_path} port=1 user=postgres dbname=postgres", connect_timeout=1.0)
     with pytest.raises(StorageUnavailableError, match="not reachable"):
         Database(settings, environ={}).open()
+
+
+def test_a_server_that_goes_down_mid_use_fails_writes_with_storage_unavailable():
+    """A real server stopped under an open pool: the next write raises, it does not hang or pass."""
+    from datetime import datetime, timezone
+
+    from engine.storage.postgres.journal import JournalTurn, PgJournal
+    from pg_server import PgServer, find_install
+
+    install = find_install("debian") or find_install("pgserver")
+    server = PgServer(install).start()
+    try:
+        with psycopg.connect(server.conninfo) as conn:
+            upgrade(conn, vector="off")
+        db = Database(PgSettings(url=server.conninfo, connect_timeout=1.0), environ={}).open()
+        journal = PgJournal(db, "c")
+        turn = JournalTurn("t1", "u1", datetime(2026, 1, 1, tzinfo=timezone.utc), "hi", "hello")
+        assert journal.record(turn, jobs=["diary"])
+        server.halt()
+        with pytest.raises(StorageUnavailableError):
+            journal.record(JournalTurn("t2", "u1", turn.at, "hi", "hello"), jobs=["diary"])
+        db.close()
+    finally:
+        server.stop()

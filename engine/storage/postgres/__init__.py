@@ -15,6 +15,10 @@ Building blocks, each a small typed repository over one `Database` (a psycopg 3 
 from engine.storage.postgres.connect import Database, PgSettings, StorageUnavailableError, build_conninfo
 from engine.storage.postgres.schema import SCHEMA_VERSION, SchemaError, SchemaState, check_schema, upgrade
 
+# The repositories import psycopg types at use; import them from their modules:
+#   engine.storage.postgres.diary.PgDiaryTurns, .search.PgTurnSearch, .facts.PgFacts,
+#   .journal.PgJournal, .window.PgWindow, .transfer.import_character / export_character.
+
 __all__ = [
     "SCHEMA_VERSION",
     "Database",
