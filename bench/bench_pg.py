@@ -57,7 +57,9 @@ class Generator:
 
     def __init__(self, seed: int = 0) -> None:
         self.rng = np.random.default_rng(seed)
-        self.projection = np.random.default_rng(12345).standard_normal((LATENT, DIM)).astype(np.float32) / np.sqrt(LATENT)
+        shared = np.random.default_rng(12345)
+        self.projection = shared.standard_normal((LATENT, DIM)).astype(np.float32) / np.sqrt(LATENT)
+        self.topics = shared.standard_normal((200, LATENT)).astype(np.float32)
         self.vocab = np.array(vocabulary(self.rng), dtype=object)
         ranks = np.arange(1, len(self.vocab) + 1)
         self.p = (1 / ranks) / (1 / ranks).sum()
@@ -76,7 +78,9 @@ class Generator:
             centers = self.rng.standard_normal((topics, DIM)).astype(np.float32)
             v = centers[self.rng.integers(0, topics, n)] + 0.6 * self.rng.standard_normal((n, DIM)).astype(np.float32)
         else:
-            centers = self.rng.standard_normal((topics, LATENT)).astype(np.float32)
+            # Users share one pool of topics (everyone talks about food and work), each user
+            # drawing 16 of them: a shared index then holds other users' rows right next to yours.
+            centers = self.topics[self.rng.choice(len(self.topics), topics, replace=False)]
             z = centers[self.rng.integers(0, topics, n)] + 0.7 * self.rng.standard_normal((n, LATENT)).astype(np.float32)
             v = z @ self.projection + 0.05 * self.rng.standard_normal((n, DIM)).astype(np.float32)
         return v / np.linalg.norm(v, axis=1, keepdims=True)
@@ -186,12 +190,18 @@ def filtered_global_hnsw(server: PgServer, users: int, per_user: int, nq: int) -
         build = time.perf_counter() - t
         conn.execute("ANALYZE turn_search")
         out = {"global HNSW build s": build, "rows": users * per_user}
+        plan = "\n".join(r[0] for r in conn.execute(
+            "EXPLAIN SELECT turn_id FROM turn_search WHERE owner_id = 1 ORDER BY embedding <=> %s LIMIT 10",
+            (data[ids[0]][1][0],)))
+        out["planner uses the shared HNSW"] = "hnsw" in plan.lower() or "turn_search_embedding_idx" in plan
+        conn.execute("SET enable_sort = off")  # make the planner walk the graph (else it sorts the user's rows)
         for ef in (40, 200, 1000):
             conn.execute(f"SET hnsw.ef_search = {ef}")
             recalls = []
             for o in gen.rng.choice(ids, nq):
                 texts, vecs = data[o]
-                q = vecs[gen.rng.integers(0, per_user)]
+                q = vecs[gen.rng.integers(0, per_user)] + (0.3 / np.sqrt(DIM)) * gen.rng.standard_normal(DIM).astype(np.float32)
+                q = q / np.linalg.norm(q)
                 exact = {r[0] for r in conn.execute(
                     "SELECT turn_id FROM (SELECT turn_id, embedding <=> %s d FROM turn_search WHERE owner_id = %s "
                     "OFFSET 0) s ORDER BY d LIMIT 10", (q, int(o)))}
@@ -199,6 +209,7 @@ def filtered_global_hnsw(server: PgServer, users: int, per_user: int, nq: int) -
                     f"SELECT turn_id FROM turn_search WHERE owner_id = {int(o)} ORDER BY embedding <=> %s LIMIT 10", (q,))}
                 recalls.append(len(got & exact) / 10)
             out[f"filtered recall@10 ef={ef}"] = float(np.mean(recalls))
+        conn.execute("RESET enable_sort")
     return out
 
 

@@ -99,7 +99,7 @@ class PgTurnSearch:
     """Hybrid search over one character's diary turns, per user."""
 
     def __init__(self, db: Database, character_id: str, *, state: SchemaState, owners: Owners | None = None,
-                 hnsw_min_rows: int = 20_000, ef_search: int = 100, df_cap: int = 2_000, rrf_k: int = 60,
+                 hnsw_min_rows: int = 10_000, ef_search: int = 100, df_cap: int = 2_000, rrf_k: int = 60,
                  worker_cache_rows: int = 2_000_000) -> None:
         self.db = db
         self.state = state
