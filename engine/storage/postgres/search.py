@@ -3,11 +3,12 @@
 Vectors, with pgvector (`SchemaState.vector_mode == "pgvector"`):
 - a user's search reads only that user's rows: an exact scan over the `(owner_id, at)` index
   (the time range, when given, narrows it). One HNSW index over all users cannot do this:
-  pgvector (0.6) filters *after* the graph walk, so with 1,000 users a query with
-  `ef_search=1000` finds ~1 of the user's rows (bench/bench_pg.py measures it);
+  pgvector (0.6) filters *after* the graph walk; measured on 1,000 users x 100 turns
+  (bench/bench_pg.py), recall@10 against exact is 0.15 / 0.35 / 0.70 at ef_search 40 / 200 / 1000;
 - a user past `hnsw_min_rows` turns gets a partial HNSW index of their own
   (`WHERE owner_id = <id> AND live`, built by `ensure_owner_index`, a background job); queries
-  without a time range use it with `ef_search`, and its recall against exact is measured.
+  without a time range use it with `ef_search` (100: recall@10 0.996 against exact, 10 ms at
+  100,000 turns, where the exact scan takes ~350 ms on a loaded 2-core machine).
 Without pgvector ("worker" mode) vectors are float32 bytes in the table; each worker keeps a
 user's matrix in memory (LRU-bounded), fetches only rows changed since its last look (by `seq`),
 and scores with numpy.
