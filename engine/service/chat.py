@@ -31,6 +31,7 @@ from engine.config import LLMConfig
 from engine.orchestrator import MemoryOrchestrator, new_turn_id
 from engine.paths import validate_id
 from engine.service.errors import ServiceError
+from engine.service.headers import encode_header_value, header_text
 from engine.service.models import ChatCompletionRequest, ErrorResponse, ModelCard, ModelList
 
 log = logging.getLogger(__name__)
@@ -173,7 +174,8 @@ def list_models(request: Request) -> ModelList:
 async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any:
     config = request.app.state.config
     registry = request.app.state.registry
-    sel = select(body, request.headers, available=registry.available(),
+    sent = {name: header_text(request.scope["headers"], name) for name in (CHARACTER_HEADER, USER_HEADER)}
+    sel = select(body, sent, available=registry.available(),
                  default_character=config.service.default_character, default_user=config.service.default_user)
     message = last_user_message(body)
     orch: MemoryOrchestrator = await run_in_threadpool(registry.get, sel.character)
@@ -186,7 +188,9 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any
     messages = build_messages(result.messages, body, config.service.client_system)
     model = sel.upstream_model or llm.model
     turn_id = new_turn_id(datetime.now(timezone.utc))
-    headers = {"X-Kioku-Turn-Id": turn_id, "X-Kioku-Character": sel.character, "X-Kioku-User": sel.user}
+    # Ids of any script: percent-encoded UTF-8 (see engine.service.headers); never Latin-1.
+    headers = {"X-Kioku-Turn-Id": turn_id, "X-Kioku-Character": encode_header_value(sel.character),
+               "X-Kioku-User": encode_header_value(sel.user)}
 
     if not body.stream:
         try:
@@ -196,11 +200,18 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any
             raise upstream_error(exc, llm) from exc
         if text is None or not isinstance(text, str):
             raise upstream_error(ValueError("no message content in the first choice"), llm)
-        if text.strip():
-            await orch.arecord_turn(message, text, user_id=sel.user, turn_id=turn_id)
         payload = completion.model_dump(mode="json", exclude_unset=True)
         payload["model"] = body.model
-        return JSONResponse(payload, headers=headers)
+        # Render the whole response first: if that fails, nothing is recorded and a retry is safe.
+        response = JSONResponse(payload, headers=headers)
+        if text.strip():
+            if await request.is_disconnected():
+                # The client gave up (a timeout, most likely) and may retry: its turn never happened.
+                log.warning("client went away before the reply for %s/%s was sent; nothing recorded",
+                            sel.character, sel.user)
+                return response
+            await orch.arecord_turn(message, text, user_id=sel.user, turn_id=turn_id)
+        return response
 
     try:
         stream = await client.chat.completions.create(model=model, messages=messages, stream=True, **params)
