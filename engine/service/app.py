@@ -25,8 +25,8 @@ from engine.config import EngineConfig, load_config
 from engine.factory import default_config_path
 from engine.orchestrator import MemoryOrchestrator
 from engine.paths import character_paths, validate_id
-from engine.service.auth import BodyLimit, make_auth
-from engine.service.errors import ServiceError, install_error_handlers
+from engine.service.auth import BodyLimit, LoopbackGuard, make_auth
+from engine.service.errors import CatchAll, ServiceError, install_error_handlers
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +60,8 @@ class Registry:
             return orch
         if not self.exists(character_id):
             raise ServiceError(
-                404, f"no character {character_id!r} in {self.config.data_dir}/agents "
-                f"(available: {', '.join(self.available()) or 'none'})", code="character_not_found",
+                404, f"no character {character_id!r} (available: {', '.join(self.available()) or 'none'})",
+                code="character_not_found",
             )
         with self._lock:
             if self._closed:
@@ -124,7 +124,7 @@ def create_app(
     app.state.config = config
     app.state.registry = registry
     app.state.upstreams = {}
-    install_error_handlers(app)
+    install_error_handlers(app, data_dir=config.data_dir)
 
     from engine.service import chat, memory_api
 
@@ -138,7 +138,11 @@ def create_app(
             CORSMiddleware, allow_origins=list(config.service.cors_origins), allow_methods=["*"],
             allow_headers=["*"], expose_headers=["X-Kioku-Turn-Id", "X-Kioku-Character", "X-Kioku-User"],
         )
+    # Added last = outermost: CatchAll > LoopbackGuard > BodyLimit > CORS > routes.
     app.add_middleware(BodyLimit, max_bytes=config.service.max_body_bytes)
+    if config.service.token is None and not config.service.allow_remote_without_token:
+        app.add_middleware(LoopbackGuard, token_env=config.service.token_env)
+    app.add_middleware(CatchAll)
     return app
 
 

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Path, Query, Request, Response
 
 from engine.orchestrator import MemoryOrchestrator
 from engine.paths import validate_id
-from engine.service.errors import ServiceError
+from engine.service.errors import ServiceError, redact_paths
 from engine.service.models import (
     DiaryEntryOut,
     DiaryPage,
@@ -82,7 +82,8 @@ def preview(request: Request, body: PromptRequest, character: str = CharacterId,
     result = orch.build_prompt(body.message, user_id=_user(user), now=body.now)
     return PromptPreview(
         messages=result.messages, hits=[_hit(h) for h in result.hits], dropped=[_hit(h) for h in result.dropped],
-        tokens=dict(result.tokens), timings_ms=dict(result.timings_ms), diagnostics=list(result.diagnostics),
+        tokens=dict(result.tokens), timings_ms=dict(result.timings_ms),
+        diagnostics=[redact_paths(d, data_dir=request.app.state.config.data_dir) for d in result.diagnostics],
         now=result.now, query_text=result.query_text,
     )
 
@@ -138,12 +139,7 @@ def diary(
 ) -> DiaryPage:
     orch = _orch(request, character)
     store = _store(orch, "diary")
-    lo = _when(start, orch, "start")
-    hi = _when(end, orch, "end") if end else lo + timedelta(days=1)
-    if hi <= lo:
-        raise ServiceError(400, f"end ({hi.isoformat()}) must be after start ({lo.isoformat()})", code="bad_range")
-    if hi - lo > timedelta(days=MAX_DIARY_DAYS):
-        raise ServiceError(400, f"a range is at most {MAX_DIARY_DAYS} days (got {(hi - lo).days})", code="bad_range")
+    lo, hi = _range(start, end, orch)
     entries = store.entries(_user(user), lo, hi)
     return DiaryPage(start=lo, end=hi, entries=[
         DiaryEntryOut(id=e.id, at=e.at, tag=e.tag, user=e.user, assistant=e.assistant) for e in entries
@@ -153,8 +149,17 @@ def diary(
 @router.get("/world-book", response_model=WorldBookStatusOut, responses=_ERRORS,
             summary="World-book files, entries, and every error with its file and line")
 def world_book(request: Request, character: str = CharacterId) -> WorldBookStatusOut:
-    status = _store(_orch(request, character), "world_book").status()
-    return WorldBookStatusOut(**dataclasses.asdict(status))
+    status = dataclasses.asdict(_store(_orch(request, character), "world_book").status())
+    # Paths relative to the data folder: a client has no business knowing the server's layout.
+    data_dir = request.app.state.config.data_dir
+
+    def public(text: str | None) -> str | None:
+        return None if text is None else redact_paths(text, data_dir=data_dir)
+
+    status["folder"] = public(status["folder"])
+    status["embed_error"] = public(status["embed_error"])
+    status["errors"] = [{**e, "file": public(e["file"]), "message": public(e["message"])} for e in status["errors"]]
+    return WorldBookStatusOut(**status)
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -177,16 +182,40 @@ def _text(text: str) -> str:
     return text
 
 
+# Times this close to the ends of Python's calendar cannot be stepped over (a day later, to UTC)
+# without overflow; no diary has entries there. Compared as local wall time: an aware comparison
+# would itself convert to UTC, and a UTC offset is under a day.
+_EARLIEST = datetime(1, 1, 3)
+_LATEST = datetime(9999, 12, 29)
+
+
+def _range(start: str, end: str | None, orch: MemoryOrchestrator) -> tuple[datetime, datetime]:
+    """[start, end) as aware datetimes, or a 400 that says what is wrong (never an OverflowError's 500)."""
+    lo = _when(start, orch, "start")
+    hi = _when(end, orch, "end") if end else None
+    for name, value in (("start", lo), ("end", hi)):
+        if value is not None and not _EARLIEST <= value.replace(tzinfo=None) <= _LATEST:
+            raise ServiceError(400, f"{name} ({value.isoformat()}) is outside the supported range "
+                               f"{_EARLIEST.date()} .. {_LATEST.date()}", code="bad_range")
+    if hi is None:
+        hi = lo + timedelta(days=1)
+    if hi <= lo:
+        raise ServiceError(400, f"end ({hi.isoformat()}) must be after start ({lo.isoformat()})", code="bad_range")
+    if hi - lo > timedelta(days=MAX_DIARY_DAYS):
+        raise ServiceError(400, f"a range is at most {MAX_DIARY_DAYS} days (got {(hi - lo).days})", code="bad_range")
+    return lo, hi
+
+
 def _when(value: str, orch: MemoryOrchestrator, name: str) -> datetime:
     try:
         if len(value.strip()) == 10:
             d = date.fromisoformat(value.strip())
             return datetime(d.year, d.month, d.day, tzinfo=orch.tz)
         t = datetime.fromisoformat(value.strip())
-    except ValueError:
+        return t.replace(tzinfo=orch.tz) if t.tzinfo is None else t
+    except (ValueError, OverflowError):
         raise ServiceError(400, f"{name} must be an ISO date or time, e.g. 2026-11-20 or 2026-11-20T08:00+08:00 "
                            f"(got {value!r})", code="bad_time") from None
-    return t.replace(tzinfo=orch.tz) if t.tzinfo is None else t
 
 
 def _hit(h: Any) -> HitOut:

@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from pathlib import Path
 
 from engine.config import EngineConfig, load_config
 from engine.errors import ConfigError
 from engine.factory import default_config_path
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False  # a host name other than localhost may resolve to anything
+from engine.service.auth import is_loopback
 
 
 def check_bind(config: EngineConfig, host: str) -> None:
-    """Raise ConfigError for a non-loopback `host` without a token (unless explicitly allowed)."""
+    """Raise ConfigError for a non-loopback `host` without a token (unless explicitly allowed). The app
+    itself refuses non-loopback requests in that case too (`LoopbackGuard`); this fails early."""
     if is_loopback(host) or config.service.token is not None or config.service.allow_remote_without_token:
         return
     raise ConfigError(

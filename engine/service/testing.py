@@ -121,12 +121,15 @@ class ServiceThread:
 
 
 class ServiceProcess:
-    """`uvicorn engine.service.app:factory --factory --workers N` with `env` added to this environment."""
+    """`uvicorn engine.service.app:factory --factory --workers N` with `env` added to this environment
+    (a value of None removes that variable)."""
 
-    def __init__(self, *, workers: int = 2, env: Mapping[str, str] | None = None, log_file: Path | None = None) -> None:
+    def __init__(self, *, workers: int = 2, env: Mapping[str, str | None] | None = None, log_file: Path | None = None,
+                 host: str = "127.0.0.1") -> None:
         self.port = free_port()
+        self.host = host
         self.workers = workers
-        self.env = {**os.environ, **(env or {})}
+        self.env = {k: v for k, v in {**os.environ, **(env or {})}.items() if v is not None}
         self.log_file = log_file
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -138,7 +141,7 @@ class ServiceProcess:
         out = open(self.log_file, "wb") if self.log_file else subprocess.DEVNULL  # noqa: SIM115 - closed in stop()
         self._out = out
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "engine.service.app:factory", "--factory", "--host", "127.0.0.1",
+            [sys.executable, "-m", "uvicorn", "engine.service.app:factory", "--factory", "--host", self.host,
              "--port", str(self.port), "--workers", str(self.workers), "--log-level", "warning",
              "--timeout-keep-alive", "120"],  # idle pooled connections must not race a server-side close
             env=self.env, stdout=out, stderr=subprocess.STDOUT,
