@@ -150,6 +150,20 @@ class ServiceConfig(_Strict):
     stands), or append them as a system message after the persona."""
     allow_remote_without_token: bool = False
     """Bind a non-loopback address with no token set (only behind an authenticating proxy)."""
+    user_tokens_file: Path | None = None
+    """Per-user tokens: a YAML file `user id: token` (or a list of tokens). A request with such a
+    token is that user, whatever else it says. The file holds secrets: keep it private."""
+    user_token_envs: dict[str, str] = {}
+    """Per-user tokens from the environment: user id -> name of the variable holding the token."""
+    trusted_headers: list[Literal["kioku", "openwebui"]] = ["kioku"]
+    """Whose headers may name the user and chat: kioku's (X-Kioku-User, X-Kioku-Chat) and Open
+    WebUI's forwarded ones (X-OpenWebUI-User-Id, X-OpenWebUI-Chat-Id). Anyone holding the shared
+    token can send them: trust a frontend's only when it alone can reach kioku."""
+    require_user: bool = False
+    """Refuse requests that name no user, also in single-user mode (else they are `default_user`)."""
+    housekeeping_patterns: list[str] = []
+    """Regexes: a request whose last user message or a system message matches one is housekeeping
+    (a frontend's title/summary/tag request): passed upstream without memory, never recorded."""
 
 
 class EngineConfig(_Strict):

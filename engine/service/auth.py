@@ -12,8 +12,8 @@ from fastapi import Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from engine.config import ServiceConfig
 from engine.service.errors import ServiceError
+from engine.service.identity import Principal, TokenTable
 from engine.service.models import lone_surrogate
 
 log = logging.getLogger(__name__)
@@ -23,22 +23,33 @@ bearer = HTTPBearer(auto_error=False, description="The token from `service.token
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
 
-def make_auth(config: ServiceConfig):
-    """A FastAPI dependency: with a token configured, requests must carry `Authorization: Bearer <token>`;
-    with none (loopback only, see `run.serve`), everything is allowed."""
-    expected = config.token.get_secret_value().encode() if config.token else None
+def make_auth(tokens: TokenTable):
+    """A FastAPI dependency: with any token configured (shared or per-user), requests must carry
+    `Authorization: Bearer <token>`; with none (loopback only, see `LoopbackGuard`), everything is
+    allowed. Sets `request.state.principal` (who the token says the caller is)."""
 
     async def require_token(request: Request) -> None:
-        if expected is None:
+        if tokens.count == 0:
+            request.state.principal = Principal(None)
             return
         credentials: HTTPAuthorizationCredentials | None = await bearer(request)
         if credentials is None:
             raise ServiceError(401, "missing bearer token: send 'Authorization: Bearer <token>'",
                                code="missing_token", headers=_CHALLENGE)
-        if not secrets.compare_digest(credentials.credentials.encode(), expected):
+        principal = tokens.match(credentials.credentials)
+        if principal is None:
             raise ServiceError(401, "invalid bearer token", code="invalid_token", headers=_CHALLENGE)
+        request.state.principal = principal
 
     return require_token
+
+
+def own_user(request: Request, user: str) -> None:
+    """A per-user token reaches only its own user's memory (the shared token reaches every user)."""
+    principal: Principal = getattr(request.state, "principal", Principal(None))
+    if principal.user is not None and principal.user != user:
+        raise ServiceError(403, "this token belongs to another user; it can reach only its own memory",
+                           code="not_your_user")
 
 
 class BodyLimit:

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Path, Query, Request, Response
 
 from engine.orchestrator import MemoryOrchestrator
 from engine.paths import validate_id
+from engine.service.auth import own_user
 from engine.service.errors import ServiceError, redact_paths
 from engine.service.models import (
     DiaryEntryOut,
@@ -50,8 +51,9 @@ def _store(orch: MemoryOrchestrator, name: str) -> Any:
                            f"({name}.enabled: false)", code="store_disabled") from None
 
 
-def _user(user: str) -> str:
-    return validate_id(user, kind="user id")
+def _user(request: Request, user: str) -> str:
+    own_user(request, validate_id(user, kind="user id"))
+    return user
 
 
 @public_router.get("/health", response_model=Health, responses={503: {"model": Health}}, summary="Liveness and Redis reachability")
@@ -79,7 +81,7 @@ def health(request: Request, response: Response) -> Health:
              summary="The prompt a chat message would get: messages, every hit and why it fired")
 def preview(request: Request, body: PromptRequest, character: str = CharacterId, user: str = UserId) -> PromptPreview:
     orch = _orch(request, character)
-    result = orch.build_prompt(body.message, user_id=_user(user), now=body.now)
+    result = orch.build_prompt(body.message, user_id=_user(request, user), now=body.now)
     return PromptPreview(
         messages=result.messages, hits=[_hit(h) for h in result.hits], dropped=[_hit(h) for h in result.dropped],
         tokens=dict(result.tokens), timings_ms=dict(result.timings_ms),
@@ -92,7 +94,7 @@ def preview(request: Request, body: PromptRequest, character: str = CharacterId,
             summary="The stored short-term window and rolling summary")
 def short_term(request: Request, character: str = CharacterId, user: str = UserId) -> ShortTermOut:
     orch = _orch(request, character)
-    state = orch.short_term.state(_user(user))
+    state = orch.short_term.state(_user(request, user))
     return ShortTermOut(summary=state.brain.historical_summary,
                         messages=[WindowMessageOut(**dataclasses.asdict(m)) for m in state.messages])
 
@@ -101,14 +103,14 @@ def short_term(request: Request, character: str = CharacterId, user: str = UserI
 def list_facts(request: Request, character: str = CharacterId, user: str = UserId,
                include_deleted: bool = Query(False, description="also facts deleted (kept for their history)")) -> list[FactOut]:
     store = _store(_orch(request, character), "core")
-    return [_fact(f) for f in store.facts(_user(user), include_deleted=include_deleted)]
+    return [_fact(f) for f in store.facts(_user(request, user), include_deleted=include_deleted)]
 
 
 @router.post("/users/{user}/facts", response_model=FactOut, status_code=201, responses=_ERRORS,
              summary="Add a core fact (an equal or near-duplicate fact is returned instead)")
 def add_fact(request: Request, body: FactIn, character: str = CharacterId, user: str = UserId) -> FactOut:
     store = _store(_orch(request, character), "core")
-    return _fact(_checked(lambda: store.add_fact(_user(user), _text(body.text))))
+    return _fact(_checked(lambda: store.add_fact(_user(request, user), _text(body.text))))
 
 
 @router.put("/users/{user}/facts/{fact_id}", response_model=FactOut, responses=_ERRORS,
@@ -116,7 +118,7 @@ def add_fact(request: Request, body: FactIn, character: str = CharacterId, user:
 def update_fact(request: Request, body: FactIn, character: str = CharacterId, user: str = UserId,
                 fact_id: str = Path(min_length=1, max_length=64)) -> FactOut:
     store = _store(_orch(request, character), "core")
-    return _fact(_checked(lambda: store.update_fact(_user(user), fact_id, _text(body.text))))
+    return _fact(_checked(lambda: store.update_fact(_user(request, user), fact_id, _text(body.text))))
 
 
 @router.delete("/users/{user}/facts/{fact_id}", response_model=FactOut, responses=_ERRORS,
@@ -125,7 +127,7 @@ def delete_fact(request: Request, character: str = CharacterId, user: str = User
                 fact_id: str = Path(min_length=1, max_length=64),
                 purge: bool = Query(False, description="remove the fact and its history entirely")) -> FactOut:
     store = _store(_orch(request, character), "core")
-    return _fact(_checked(lambda: store.delete_fact(_user(user), fact_id, purge=purge)))
+    return _fact(_checked(lambda: store.delete_fact(_user(request, user), fact_id, purge=purge)))
 
 
 @router.get("/users/{user}/diary", response_model=DiaryPage, responses=_ERRORS,
@@ -140,7 +142,7 @@ def diary(
     orch = _orch(request, character)
     store = _store(orch, "diary")
     lo, hi = _range(start, end, orch)
-    entries = store.entries(_user(user), lo, hi)
+    entries = store.entries(_user(request, user), lo, hi)
     return DiaryPage(start=lo, end=hi, entries=[
         DiaryEntryOut(id=e.id, at=e.at, tag=e.tag, user=e.user, assistant=e.assistant) for e in entries
     ])

@@ -82,8 +82,11 @@ class ChatCompletionRequest(RequestBody):
     """`<character>` or `<character>/<upstream model>`."""
     messages: list[ChatMessage] = Field(min_length=1, max_length=1000)
     stream: bool = False
-    user: str | None = Field(default=None, max_length=200)
-    """The OpenAI end-user id; used as the engine's user id unless X-Kioku-User is set."""
+    user: str | dict[str, Any] | None = Field(default=None, examples=["alice"])
+    """The OpenAI end-user id, or an object with an `id`: the engine's user (see `identity`)."""
+    metadata: dict[str, Any] | None = Field(default=None, examples=[{"chat_id": "c1"}])
+    """`chat_id`: the chat (the short-term window is per chat); `kioku_request`: `conversation` or
+    `housekeeping` (overrides the detection of a frontend's housekeeping requests)."""
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, ge=0, le=1)
     max_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
@@ -108,6 +111,9 @@ class ErrorResponse(BaseModel):
 
 class ModelCard(BaseModel):
     id: str
+    """The character id (its folder); `model` takes it or the name."""
+    name: str | None = None
+    """The character's display name (`name:` in character.yaml), which frontends such as Open WebUI show."""
     object: Literal["model"] = "model"
     created: int = 0
     owned_by: str = "kioku"

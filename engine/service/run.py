@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -14,7 +15,9 @@ from engine.service.auth import is_loopback
 def check_bind(config: EngineConfig, host: str) -> None:
     """Raise ConfigError for a non-loopback `host` without a token (unless explicitly allowed). The app
     itself refuses non-loopback requests in that case too (`LoopbackGuard`); this fails early."""
-    if is_loopback(host) or config.service.token is not None or config.service.allow_remote_without_token:
+    service = config.service
+    has_token = service.token is not None or service.user_tokens_file is not None or bool(service.user_token_envs)
+    if is_loopback(host) or has_token or service.allow_remote_without_token:
         return
     raise ConfigError(
         f"refusing to listen on {host!r} without a token: anyone who can reach it could read and change every "
@@ -39,6 +42,9 @@ def serve(
     config = load_config(path)
     if data_dir is not None:
         config = config.model_copy(update={"data_dir": Path(data_dir)})
+    # The chat route logs one line per request (conversation or housekeeping, what was recorded).
+    logging.getLogger("engine.service.requests").setLevel(logging.INFO if log_level in ("info", "debug", "trace")
+                                                          else logging.WARNING)
     host = host or config.service.host
     port = port if port is not None else config.service.port
     check_bind(config, host)

@@ -140,12 +140,7 @@ class ServiceProcess:
     def start(self, timeout: float = 90.0) -> "ServiceProcess":
         out = open(self.log_file, "wb") if self.log_file else subprocess.DEVNULL  # noqa: SIM115 - closed in stop()
         self._out = out
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "engine.service.app:factory", "--factory", "--host", self.host,
-             "--port", str(self.port), "--workers", str(self.workers), "--log-level", "warning",
-             "--timeout-keep-alive", "120"],  # idle pooled connections must not race a server-side close
-            env=self.env, stdout=out, stderr=subprocess.STDOUT,
-        )
+        self.proc = subprocess.Popen(self.command(), env=self.env, stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -158,6 +153,11 @@ class ServiceProcess:
             time.sleep(0.1)
         self.stop()
         raise RuntimeError(f"the service did not answer on {self.url} within {timeout:g}s")
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "uvicorn", "engine.service.app:factory", "--factory", "--host", self.host,
+                "--port", str(self.port), "--workers", str(self.workers), "--log-level", "warning",
+                "--timeout-keep-alive", "120"]  # idle pooled connections must not race a server-side close
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -176,3 +176,15 @@ class ServiceProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class KiokuServe(ServiceProcess):
+    """`kioku serve --config <config> --port <free port>` as a process (one worker, its own logging:
+    the one-line-per-request log goes to `log_file`)."""
+
+    def __init__(self, config: Path, *, env: Mapping[str, str | None] | None = None, log_file: Path | None = None) -> None:
+        super().__init__(workers=1, env=env, log_file=log_file)
+        self.config = config
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "engine.cli", "serve", "--config", str(self.config), "--port", str(self.port)]
