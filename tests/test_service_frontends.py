@@ -221,7 +221,6 @@ class TestOtherFrontends:
             for line in lines:
                 replay.send(line)
             replay.close()
-        log_text = (tmp_path / "serve.log").read_text(encoding="utf-8")
         check_decisions(replay, regenerate_supported=REGENERATE_SUPPORTED)
         assert not [m for m in TASK_MARKERS if m in all_user_text(tmp_path / "data")]
         for (line, r, _), sent in zip(replay.results, upstream.requests, strict=True):

@@ -6,7 +6,6 @@ import ipaddress
 import json
 import logging
 import re
-import secrets
 
 from fastapi import Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
