@@ -112,11 +112,9 @@ def test_adapter_passes_what_the_orchestrator_takes(tmp_path, embedder, cls):
         stored, result = asyncio.run(run())
         assert result.messages[-1] == {"role": "user", "content": "你好"}
         assert "你好" in [m.content for m in orch.short_term.state("u1").messages]
-    if cls is MemoryOrchestrator:
-        assert stored == [] and set(OrchestratorPort.missing_in(orch)) == {
-            "build_prompt(chat_id=)", "build_prompt(history=)", "record_turn(chat_id=)", "record_turn(replaces=)",
-            "recent_turns()"}
-    else:
+    if cls is ContractOrchestrator:
         assert stored == [StoredTurn("t1", "晚上好", "晚上好呀")] and OrchestratorPort.missing_in(orch) == []
         assert orch.calls == [("recent_turns", "c1", 2), ("build_prompt", "c1", [u("早"), a("早呀")]),
                               ("record_turn", "c1", "t1")]
+    elif "record_turn(replaces=)" in OrchestratorPort.missing_in(orch):
+        assert stored == []  # a regenerate could not be acted on: every request is planned as new
