@@ -173,6 +173,20 @@ class ServiceConfig(_Strict):
     shutdown_grace_s: float = Field(default=3.0, ge=0)
     """On SIGTERM, requests in flight get this long to finish before they are cancelled; the
     process exits at most 2 s later (acknowledged turns are already durable)."""
+    user_tokens_file: Path | None = None
+    """Per-user tokens: a YAML file `user id: token` (or a list of tokens). A request with such a
+    token is that user, whatever else it says. The file holds secrets: keep it private."""
+    user_token_envs: dict[str, str] = {}
+    """Per-user tokens from the environment: user id -> name of the variable holding the token."""
+    trusted_headers: list[Literal["kioku", "openwebui"]] = ["kioku"]
+    """Whose headers may name the user and chat: kioku's (X-Kioku-User, X-Kioku-Chat) and Open
+    WebUI's forwarded ones (X-OpenWebUI-User-Id, X-OpenWebUI-Chat-Id). Anyone holding the shared
+    token can send them: trust a frontend's only when it alone can reach kioku."""
+    require_user: bool = False
+    """Refuse requests that name no user, also in single-user mode (else they are `default_user`)."""
+    housekeeping_patterns: list[str] = []
+    """Regexes: a request whose last user message or a system message matches one is housekeeping
+    (a frontend's title/summary/tag request): passed upstream without memory, never recorded."""
 
 
 class EngineConfig(_Strict):

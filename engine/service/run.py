@@ -9,7 +9,6 @@ otherwise wait for it at exit (a 100 KB message kept the server up for a minute)
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import os
 import sys
@@ -23,6 +22,7 @@ from engine.config import EngineConfig, open_config
 from engine.errors import ConfigError
 from engine.factory import default_config_path
 from engine.runtime import configure_threads
+from engine.service.auth import is_loopback
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -35,18 +35,12 @@ FORCED_EXIT = 1
 """Exit status when that deadline had to end the process (a thread was still busy)."""
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False  # a host name other than localhost may resolve to anything
-
-
 def check_bind(config: EngineConfig, host: str) -> None:
-    """Raise ConfigError for a non-loopback `host` without a token (unless explicitly allowed)."""
-    if is_loopback(host) or config.service.token is not None or config.service.allow_remote_without_token:
+    """Raise ConfigError for a non-loopback `host` without a token (unless explicitly allowed). The app
+    itself refuses non-loopback requests in that case too (`LoopbackGuard`); this fails early."""
+    service = config.service
+    has_token = service.token is not None or service.user_tokens_file is not None or bool(service.user_token_envs)
+    if is_loopback(host) or has_token or service.allow_remote_without_token:
         return
     raise ConfigError(
         f"refusing to listen on {host!r} without a token: anyone who can reach it could read and change every "
@@ -69,6 +63,9 @@ def serve(
 
     path = config_path if config_path is not None else default_config_path()
     config = open_config(path=path, data_dir=data_dir)
+    # The chat route logs one line per request (conversation or housekeeping, what was recorded).
+    logging.getLogger("engine.service.requests").setLevel(logging.INFO if log_level in ("info", "debug", "trace")
+                                                          else logging.WARNING)
     host = host or config.service.host
     port = port if port is not None else config.service.port
     check_bind(config, host)
