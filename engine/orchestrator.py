@@ -6,6 +6,9 @@
     orch.record_turn("昨天我们聊了什么", reply, user_id="alice")
     orch.close()                                               # drains background writes
 
+`record_turn` returns once the turn is in the user's durable journal and its chat's window; the
+stores' work runs from the journal on the background worker (replayed after a crash, retried
+after a failure, visible in `journal_status()` and in every prompt's diagnostics until done).
 The sync methods are the implementation; the async ones run them in a thread.
 """
 
@@ -17,7 +20,7 @@ import re
 import secrets
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Executor, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import partial
@@ -39,9 +42,11 @@ from engine.factory import (
     make_timezone,
 )
 from engine.fusion import Budget, assemble
+from engine.journal import Journal, JournalPolicy, JournalStatus
 from engine.paths import CharacterPaths, character_paths, validate_id
 from engine.prompts import Prompts
-from engine.shortterm import ShortTermMemory
+from engine.shortterm import DEFAULT_CHAT, ShortTermMemory, validate_chat_id
+from engine.shortterm.turns import RecentTurn, history_window, recent_turns
 from engine.stores.base import Hit, Message, Query, Store, Turn
 from engine.tokens import count_tokens, truncate_tokens
 from engine.worker import JobError, Worker
@@ -85,7 +90,14 @@ class MemoryOrchestrator:
         short_term: ShortTermMemory,
         stores: Sequence[Store],
         prompts: Prompts,
+        worker: Worker,
+        pool: Executor,
+        journal_policy: JournalPolicy = JournalPolicy(),
+        owned: Sequence[Worker | Executor] = (),
     ) -> None:
+        """`worker` runs the journal's jobs and `pool` the stores' retrieval; both are built by the
+        application (`from_config` makes one of each) and may be shared between orchestrators.
+        `owned`: those of them this orchestrator closes."""
         self.character = character
         self.config = config
         self.paths = paths
@@ -94,13 +106,17 @@ class MemoryOrchestrator:
         self.stores = list(stores)
         self.prompts = prompts
         self.tz = make_timezone(config.timezone)
-        self.worker = Worker()
-        self._pool = ThreadPoolExecutor(max_workers=max(2, len(self.stores)), thread_name_prefix="kioku-store")
+        self.worker = worker
+        self._pool = pool
+        self._owned = list(owned)
         self._names = {"user": character.user_name, "char": character.name}
+        self.journal = Journal(paths, short_term=short_term, stores=self.stores, worker=worker, policy=journal_policy)
         # jionlp (time parsing, sentence splitting) takes ~0.8 s to load, tiktoken's encoding
         # ~0.3 s and the embedder's first call ~0.2 s: pay them in the background, so opening stays fast and the first message
         # usually finds them ready.
         self.worker.submit("warm_up", partial(_warm_up, embedder))
+        # Work a crash (or a stop) left in any user's journal is replayed in the background.
+        self.journal.open()
 
     @classmethod
     def from_config(
@@ -114,10 +130,14 @@ class MemoryOrchestrator:
         memory_llm: LLM | None = None,
         stores: Sequence[Store] | None = None,
         progress: bool = False,
+        worker: Worker | None = None,
+        pool: Executor | None = None,
+        journal_policy: JournalPolicy | None = None,
     ) -> "MemoryOrchestrator":
         """Build everything from config: `config`, else `config_path`, else ./config.yaml, else defaults.
         `data_dir` overrides the config's; `embedder`, `memory_llm` and `stores` replace the
-        configured ones (tests, demos, embedding the engine in an app)."""
+        configured ones (tests, demos, embedding the engine in an app). A `worker` or `pool`
+        passed in is shared, not closed by this orchestrator; missing ones are built (and closed)."""
         if config is None:
             config = load_config(config_path if config_path is not None else default_config_path())
         if data_dir is not None:
@@ -142,19 +162,45 @@ class MemoryOrchestrator:
             stores = make_stores(
                 config, paths=paths, embedder=embedder, memory_llm=memory_llm, prompts=prompts, progress=progress
             )
+        owned: list[Worker | Executor] = []
+        if worker is None:
+            worker = Worker()
+            owned.append(worker)
+        if pool is None:
+            pool = ThreadPoolExecutor(max_workers=max(2, len(stores)), thread_name_prefix="kioku-store")
+            owned.append(pool)
         return cls(
             character=character, config=config, paths=paths, embedder=embedder,
-            short_term=short_term, stores=stores, prompts=prompts,
+            short_term=short_term, stores=stores, prompts=prompts, worker=worker, pool=pool,
+            journal_policy=journal_policy or JournalPolicy(), owned=owned,
         )
 
     # -- reading -------------------------------------------------------------------------------
 
-    def build_prompt(self, message: str, *, user_id: str, now: datetime | None = None) -> PromptResult:
+    def build_prompt(
+        self,
+        message: str,
+        *,
+        user_id: str,
+        chat_id: str | None = None,
+        history: Sequence[Mapping[str, Any]] | None = None,
+        now: datetime | None = None,
+    ) -> PromptResult:
+        """The messages for the LLM. The conversation is `history` (the OpenAI-format messages the
+        client sent before `message`) when given, else the stored window of (user, chat); either
+        is trimmed to the window budget. The summary is that chat's."""
         started = time.perf_counter()
         validate_id(user_id, kind="user id")
+        chat = _chat(chat_id)
         now = self._local(now)
-        state = self.short_term.state(user_id)
-        window = self.short_term.window(user_id, state=state)
+        self.journal.touch(user_id)
+        state = self.short_term.state(user_id, chat_id=chat)
+        if history is None:
+            window = self.short_term.window(user_id, chat_id=chat, state=state)
+        else:
+            window = history_window(
+                history, max_messages=self.config.short_term.max_messages, max_tokens=self.config.short_term.max_tokens
+            )
         recent = tuple(m.to_openai() for m in window)
         query_text = self._query_text(message, recent)
 
@@ -175,6 +221,7 @@ class MemoryOrchestrator:
         )
 
         hits_by_tier, diagnostics = self._retrieve_all(query, timings)
+        diagnostics = [*diagnostics, *(f"short_term: {p}" for p in state.problems), *self.journal.diagnostics(user_id)]
         summary = state.brain.historical_summary.strip()
         if summary:
             cap = self.config.retrieval.caps.summary
@@ -199,8 +246,18 @@ class MemoryOrchestrator:
             timings_ms=timings, diagnostics=tuple(diagnostics), now=now, query_text=query_text,
         )
 
-    async def abuild_prompt(self, message: str, *, user_id: str, now: datetime | None = None) -> PromptResult:
-        return await asyncio.to_thread(self.build_prompt, message, user_id=user_id, now=now)
+    async def abuild_prompt(
+        self,
+        message: str,
+        *,
+        user_id: str,
+        chat_id: str | None = None,
+        history: Sequence[Mapping[str, Any]] | None = None,
+        now: datetime | None = None,
+    ) -> PromptResult:
+        return await asyncio.to_thread(
+            self.build_prompt, message, user_id=user_id, chat_id=chat_id, history=history, now=now
+        )
 
     def _retrieve_all(self, query: Query, timings: dict[str, float]) -> tuple[dict[str, list[Hit]], list[str]]:
         started: dict[str, float] = {}
@@ -248,31 +305,72 @@ class MemoryOrchestrator:
         assistant_message: str,
         *,
         user_id: str,
+        chat_id: str | None = None,
         at: datetime | None = None,
         turn_id: str | None = None,
+        replaces: str | None = None,
     ) -> Turn:
-        """Append the turn to the window durably, then queue the stores' writes and the summary.
-        Recording the same `turn_id` twice is a no-op."""
+        """Durably journal the turn and add it to the chat's window, then return; the stores'
+        work and the summary follow from the journal in the background. Recording the same
+        `turn_id` twice is a no-op. `replaces`: a turn id to forget in the same durable write
+        (a regenerated reply replaces the previous one in the window, diary and facts)."""
         validate_id(user_id, kind="user id")
+        if replaces is not None:
+            validate_chat_id(replaces)
         at = self._local(at)
-        turn = Turn(id=turn_id or new_turn_id(at), user_id=user_id, at=at, user=user_message, assistant=assistant_message)
-        if not self.short_term.add_turn(turn):
-            return turn
-        for store in self.stores:
-            self.worker.submit(f"{store.name}.record", partial(store.record, turn))
-        self.worker.submit("summary.fold", partial(self.short_term.fold, user_id, now=at))
+        turn = Turn(
+            id=turn_id or new_turn_id(at), user_id=user_id, at=at, user=user_message, assistant=assistant_message,
+            chat_id=_chat(chat_id),
+        )
+        self.journal.record(turn, replaces=replaces)
         return turn
 
     async def arecord_turn(
-        self, user_message: str, assistant_message: str, *, user_id: str, at: datetime | None = None,
+        self,
+        user_message: str,
+        assistant_message: str,
+        *,
+        user_id: str,
+        chat_id: str | None = None,
+        at: datetime | None = None,
         turn_id: str | None = None,
+        replaces: str | None = None,
     ) -> Turn:
         return await asyncio.to_thread(
-            self.record_turn, user_message, assistant_message, user_id=user_id, at=at, turn_id=turn_id
+            self.record_turn, user_message, assistant_message, user_id=user_id, chat_id=chat_id, at=at,
+            turn_id=turn_id, replaces=replaces,
         )
 
+    def forget_turn(self, turn_id: str, *, user_id: str) -> None:
+        """Take a turn back: out of its window now (durably journaled), then out of every store
+        that can forget (`forget(user_id, turn_id)`: diary entry, facts it alone produced) as
+        background jobs. A turn already folded into the summary stays in the summary's text."""
+        validate_id(user_id, kind="user id")
+        validate_chat_id(turn_id)
+        self.journal.forget(user_id, turn_id)
+
+    async def aforget_turn(self, turn_id: str, *, user_id: str) -> None:
+        await asyncio.to_thread(self.forget_turn, turn_id, user_id=user_id)
+
+    def recent_turns(self, user_id: str, *, chat_id: str | None = None, n: int = 2) -> tuple[RecentTurn, ...]:
+        """The last `n` recorded turns still in the chat's window, oldest first (regenerate detection)."""
+        validate_id(user_id, kind="user id")
+        chat = _chat(chat_id)
+        return recent_turns(self.short_term.state(user_id, chat_id=chat).messages, n)
+
+    async def arecent_turns(self, user_id: str, *, chat_id: str | None = None, n: int = 2) -> tuple[RecentTurn, ...]:
+        return await asyncio.to_thread(self.recent_turns, user_id, chat_id=chat_id, n=n)
+
+    def journal_status(self, user_id: str | None = None) -> JournalStatus:
+        """Unfinished memory work per user (pending and failed jobs with their errors), read from
+        the journal files, so it includes other processes' work. For `kioku status` and `/health`."""
+        if user_id is not None:
+            validate_id(user_id, kind="user id")
+        return self.journal.status(user_id)
+
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait for the queued memory writes; True if they all ran."""
+        """Wait until every queued memory job has run once (a failed one then waits for its retry);
+        True if that happened within `timeout`."""
         return self.worker.flush(timeout)
 
     async def aflush(self, timeout: float | None = None) -> bool:
@@ -280,11 +378,20 @@ class MemoryOrchestrator:
 
     @property
     def background_errors(self) -> list[JobError]:
-        return list(self.worker.errors)
+        """Recent failures of journal jobs and other background tasks (see `journal_status()` for
+        what is still unfinished)."""
+        return [*self.journal.errors, *self.worker.errors]
 
-    def close(self) -> None:
-        self.worker.close()
-        self._pool.shutdown(wait=True)
+    def close(self, timeout: float | None = None) -> None:
+        """Wait for the queued memory jobs (up to `timeout`: unfinished ones stay in the journal
+        and are replayed at the next open), then close the stores."""
+        self.worker.flush(timeout)
+        self.journal.close()
+        for owned in self._owned:
+            if isinstance(owned, Worker):
+                owned.close(0)
+            else:
+                owned.shutdown(wait=True)
         for store in self.stores:
             store.close()
         close = getattr(self.embedder, "close", None)
@@ -336,6 +443,10 @@ class MemoryOrchestrator:
         return self.prompts.render(
             "time", now=now.strftime("%Y-%m-%d %H:%M"), weekday=weekday, timezone=self.config.timezone
         )
+
+
+def _chat(chat_id: str | None) -> str:
+    return DEFAULT_CHAT if chat_id is None else validate_chat_id(chat_id)
 
 
 def _warm_up(embedder: Embedder) -> None:
