@@ -10,8 +10,8 @@ are jobs, run in journal order on the background worker by whichever process hol
 jobs lock (`users/<id>/.lock-jobs`). A job that finishes is marked done; one that raises is
 marked failed and retried with exponential backoff, forever, visible in `status()` and in the
 prompt diagnostics meanwhile. Jobs are idempotent by turn id, so a crash before a mark only
-means the job runs again. No job runs while the journal lock is held except the short apply step
-of a fold (compute outside, check-and-set inside).
+means the job runs again. No job runs while a lock is held, except the short apply step of a
+fold (computed outside, stored by check-and-set under the window lock).
 """
 
 from __future__ import annotations
@@ -107,10 +107,13 @@ class Journal:
                 self.short_term.remove_turn(user_id, item.key, chat_id=item.chat_id or DEFAULT_CHAT)
             elif item.key not in journal.forgotten:
                 turn = item.turn
-                state = self.short_term.state(user_id, chat_id=turn.chat_id)
-                if not self.short_term.contains(turn, state=state) and not _folded(journal, item, state.brain.summarized_through):
-                    log.info("journal: turn %s of %s restored to its window", turn.id, user_id)
-                    self.short_term.add_turn(turn, durable=False)
+                # Under the window lock: a fold applied meanwhile cannot slip between the check and the append.
+                with self.short_term.backend.lock(user_id, chat_id=turn.chat_id):
+                    state = self.short_term.state(user_id, chat_id=turn.chat_id)
+                    if not self.short_term.contains(turn, state=state) and not _folded(
+                        journal, item, state.brain.summarized_through
+                    ):
+                        self.short_term.add_turn(turn, durable=False)
             journal.healed += 1
 
     # -- the synchronous part ------------------------------------------------------------------
@@ -122,7 +125,12 @@ class Journal:
             if journal.knows(turn.id) or self.short_term.contains(turn):
                 return False
             journal.append([TurnRecord(turn, replaces, time.time())], durable=True)
-            self._heal(turn.user_id, journal)
+            # What _heal would do for these new items, without its checks (a new turn was never folded).
+            if replaces is not None:
+                chat = journal.forgotten[replaces].chat_id or turn.chat_id
+                self.short_term.remove_turn(turn.user_id, replaces, chat_id=chat)
+            self.short_term.add_turn(turn, durable=False)
+            journal.healed = len(journal.items)
         self.kick(turn.user_id)
         return True
 
@@ -154,8 +162,8 @@ class Journal:
             self._open_user(user_id)
 
     def _open_user(self, user_id: str) -> None:
-        if self._closed:
-            return
+        if self._closed or not self._log(user_id).path.exists():
+            return  # nothing journaled: nothing to replay (and a reader creates no folder)
         with self._locked(user_id) as journal:
             todo = any(self._open_jobs(journal, item) for item in journal.items)
         if todo:
@@ -200,12 +208,13 @@ class Journal:
                 if not mine:
                     self.kick(user_id, delay=self.policy.busy_retry_s)
                     return
-                while not (self._closed or self.worker.stopping):
-                    with self._locked(user_id):
+                with self._locked(user_id):
+                    due = self._next_due(journal)
+                while due is not None and not (self._closed or self.worker.stopping):
+                    mark = self._run(user_id, *due)
+                    with self._locked(user_id):  # one lock hold: the mark, and what is next
+                        journal.append([mark], durable=False)
                         due = self._next_due(journal)
-                    if due is None:
-                        break
-                    self._run(user_id, *due)
                 self._compact(user_id)
         except Exception as exc:  # noqa: BLE001 - e.g. Redis down while healing: try again later
             log.warning("journal: running the jobs of %s failed: %s: %s", user_id, type(exc).__name__, exc)
@@ -225,7 +234,8 @@ class Journal:
                     return item, job
         return None
 
-    def _run(self, user_id: str, item: Item, job: str) -> None:
+    def _run(self, user_id: str, item: Item, job: str) -> DoneRecord | FailRecord:
+        """Run one job (no lock held); the mark to journal for it."""
         store_name, _, action = job.rpartition(".")
         try:
             if job == FOLD_JOB:
@@ -235,8 +245,7 @@ class Journal:
             else:
                 self.stores[store_name].forget(user_id, item.key)  # type: ignore[attr-defined]
         except Exception as exc:  # noqa: BLE001 - a failing job is kept, shown and retried, never fatal
-            journal = self._log(user_id)
-            previous = journal.fails.get((item.key, job))
+            previous = self._log(user_id).fails.get((item.key, job))
             attempt = (previous.attempt if previous else 0) + 1
             delay = min(self.policy.retry_max_s, self.policy.retry_base_s * 2 ** (attempt - 1))
             delay *= random.uniform(0.9, 1.1)  # spread the retries of many users
@@ -244,11 +253,8 @@ class Journal:
             log.warning("journal: %s of turn %s (%s) failed (attempt %d, next in %.0fs): %s",
                         job, item.key, user_id, attempt, delay, error)
             self.errors.append(JobError(job, error, time.time()))
-            with self._locked(user_id) as journal:
-                journal.append([FailRecord(item.key, job, attempt, error[:2000], time.time() + delay)], durable=False)
-        else:
-            with self._locked(user_id) as journal:
-                journal.append([DoneRecord(item.key, job)], durable=False)
+            return FailRecord(item.key, job, attempt, error[:2000], time.time() + delay)
+        return DoneRecord(item.key, job)
 
     def _fold(self, user_id: str, turn: Turn) -> None:
         """Summary: computed with no lock held (LLM), applied under the lock if still current."""
@@ -256,9 +262,9 @@ class Journal:
             fold = self.short_term.prepare_fold(user_id, chat_id=turn.chat_id, now=turn.at)
             if fold is None:
                 return
-            with self._locked(user_id):
-                if self.short_term.apply_fold(user_id, fold, chat_id=turn.chat_id):
-                    return
+            # The window's own lock only: recording goes on (journal fsync) while the fold is stored.
+            if self.short_term.apply_fold(user_id, fold, chat_id=turn.chat_id):
+                return
         raise FoldConflictError(f"summary of {user_id}/{turn.chat_id}: the window kept changing; will retry")
 
     def _compact(self, user_id: str) -> None:

@@ -91,17 +91,22 @@ class FileBackend:
         self._paths = paths
         self._locks = LockTable()
         self._cache: dict[tuple[str, str], tuple[tuple[int, ...], _OnDisk]] = {}
+        self._files: dict[tuple[str, str], tuple[Path, Path]] = {}
 
     def files(self, user_id: str, chat_id: str = DEFAULT_CHAT) -> tuple[Path, Path]:
         """(history.yaml, brain.yaml) of one chat."""
-        up = self._paths.user(user_id)
-        folder = up.root if chat_id == DEFAULT_CHAT else up.root / "chats" / chat_folder(chat_id)
-        return folder / up.history_file.name, folder / up.brain_file.name
+        found = self._files.get((user_id, chat_id))
+        if found is None:
+            up = self._paths.user(user_id)
+            folder = up.root if chat_id == DEFAULT_CHAT else up.root / "chats" / chat_folder(chat_id)
+            found = self._files[(user_id, chat_id)] = (folder / up.history_file.name, folder / up.brain_file.name)
+        return found
 
     @contextlib.contextmanager
     def lock(self, user_id: str, *, chat_id: str = DEFAULT_CHAT) -> Iterator[None]:
         # One lock per user for all of its chats: writes are short, and one file is simpler to reason about.
-        with self._locks.get(self._paths.user(user_id).root / ".lock-window").hold():
+        history, _ = self.files(user_id)
+        with self._locks.get(history.with_name(".lock-window")).hold():
             yield
 
     # -- reading -------------------------------------------------------------------------------

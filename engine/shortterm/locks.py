@@ -21,6 +21,7 @@ class PathLock:
         self.path = path
         self._thread = threading.RLock()
         self._depth = 0
+        self._made = False
         # thread_local=False: only the thread holding `_thread` ever touches the file lock.
         self._file = FileLock(str(path), thread_local=False, poll_interval=0.005)
 
@@ -32,7 +33,9 @@ class PathLock:
             return
         try:
             if self._depth == 0:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                if not self._made:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                    self._made = True
                 try:
                     self._file.acquire(timeout=-1 if blocking else 0)
                 except Timeout:
