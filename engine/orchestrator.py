@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import secrets
 import time
 from collections.abc import Mapping, Sequence
@@ -43,6 +42,7 @@ from engine.factory import (
 )
 from engine.fusion import Budget, assemble
 from engine.journal import Journal, JournalPolicy, JournalStatus
+from engine.persona import opening_lines, persona_text, time_text
 from engine.paths import CharacterPaths, character_paths, validate_id
 from engine.prompts import Prompts
 from engine.shortterm import DEFAULT_CHAT, ShortTermMemory, validate_chat_id
@@ -53,10 +53,7 @@ from engine.worker import JobError, Worker
 
 log = logging.getLogger(__name__)
 
-_WEEKDAYS = {
-    "zh": ["星期一", "星期二", "星期三", "星期四", "星期五", "星期六", "星期日"],
-    "en": ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"],
-}
+
 
 
 @dataclass(frozen=True)
@@ -228,12 +225,12 @@ class MemoryOrchestrator:
             hits_by_tier["summary"] = [
                 Hit("summary", truncate_tokens(summary, cap), 1.0, "rolling summary of earlier turns", pinned=True)
             ]
-        opening = [] if window else self._opening_lines()
+        opening = [] if window else opening_lines(self.character)
         assembly = assemble(
-            persona=self._persona(),
+            persona=persona_text(self.character, self.prompts),
             hits_by_tier=hits_by_tier,
             templates={tier: self.prompts.get(tier) for tier in hits_by_tier},
-            time_text=self._time_text(now),
+            time_text=time_text(self.prompts, now, language=self.config.language, zone=self.config.timezone),
             window=opening + list(recent),
             window_tokens=sum(count_tokens(m["content"]) for m in opening) + sum(m.tokens for m in window),
             message=message,
@@ -425,24 +422,7 @@ class MemoryOrchestrator:
         context = [m["content"] for m in recent[-n:]] if n else []
         return "\n".join([message, *context])
 
-    def _persona(self) -> str:
-        c = self.character
-        text = self.prompts.render(
-            "persona",
-            settings=c.settings, personality=c.personality, user_mask=c.user_mask,
-            message_examples=c.message_examples, prompt=c.prompt,
-        )
-        return _drop_empty_sections(text)
 
-    def _opening_lines(self) -> list[Message]:
-        roles = ("user", "assistant")
-        return [{"role": roles[i % 2], "content": line} for i, line in enumerate(self.character.opening_lines)]
-
-    def _time_text(self, now: datetime) -> str:
-        weekday = _WEEKDAYS.get(self.config.language, _WEEKDAYS["en"])[now.weekday()]
-        return self.prompts.render(
-            "time", now=now.strftime("%Y-%m-%d %H:%M"), weekday=weekday, timezone=self.config.timezone
-        )
 
 
 def _chat(chat_id: str | None) -> str:
@@ -461,16 +441,6 @@ def _warm_up(embedder: Embedder) -> None:
 
 def new_turn_id(at: datetime) -> str:
     return f"{at.astimezone(timezone.utc):%Y%m%dT%H%M%S%f}-{secrets.token_hex(3)}"
-
-
-_HEADING = re.compile(r"^\s*(【[^】]*】|\[[^\]]*\])\s*$")
-
-
-def _drop_empty_sections(text: str) -> str:
-    """Remove template headings whose section came out empty (a character without examples)."""
-    blocks = [b.strip() for b in re.split(r"\n\s*\n", text)]
-    kept = [b for b in blocks if b and not _HEADING.match(b)]
-    return "\n\n".join(kept)
 
 
 def _ms(since: float) -> float:
