@@ -68,6 +68,7 @@ class UserLog:
         self._ino: int | None = None
         self._offset = 0
         self._lines = 0
+        self._seen: tuple[int, int] | None = None
         self.tail = 0
         """Bytes after the last newline: a torn append (or one in flight in another process)."""
 
@@ -87,8 +88,9 @@ class UserLog:
                 if st.st_ino != self._ino or st.st_size < self._offset:
                     self._reset()
                     self._ino = st.st_ino
-                if st.st_size == self._offset + self.tail:
+                if (st.st_size, st.st_mtime_ns) == self._seen:
                     return
+                self._seen = (st.st_size, st.st_mtime_ns)
                 f.seek(self._offset)
                 data = f.read()
             end = data.rfind(b"\n") + 1
