@@ -32,6 +32,7 @@ from engine.adapters.embedder import Embedder
 from engine.adapters.llm import LLM
 from engine.character import Character, load_character
 from engine.config import EngineConfig, load_config, merge_config
+from engine.errors import InvalidIdError
 from engine.factory import (
     cached_embedder,
     default_config_path,
@@ -312,8 +313,9 @@ class MemoryOrchestrator:
         `turn_id` twice is a no-op. `replaces`: a turn id to forget in the same durable write
         (a regenerated reply replaces the previous one in the window, diary and facts)."""
         validate_id(user_id, kind="user id")
-        if replaces is not None:
-            validate_chat_id(replaces)
+        for value in (turn_id, replaces):
+            if value is not None:
+                _turn_id(value)
         at = self._local(at)
         turn = Turn(
             id=turn_id or new_turn_id(at), user_id=user_id, at=at, user=user_message, assistant=assistant_message,
@@ -343,8 +345,7 @@ class MemoryOrchestrator:
         that can forget (`forget(user_id, turn_id)`: diary entry, facts it alone produced) as
         background jobs. A turn already folded into the summary stays in the summary's text."""
         validate_id(user_id, kind="user id")
-        validate_chat_id(turn_id)
-        self.journal.forget(user_id, turn_id)
+        self.journal.forget(user_id, _turn_id(turn_id))
 
     async def aforget_turn(self, turn_id: str, *, user_id: str) -> None:
         await asyncio.to_thread(self.forget_turn, turn_id, user_id=user_id)
@@ -423,6 +424,13 @@ class MemoryOrchestrator:
         return "\n".join([message, *context])
 
 
+
+
+def _turn_id(value: object) -> str:
+    """Turn ids are data (journal, window, diary), never paths: any text of 1-256 characters."""
+    if not isinstance(value, str) or not value.strip() or len(value) > 256:
+        raise InvalidIdError(f"turn id must be 1-256 characters of text (got {value!r:.80})")
+    return value
 
 
 def _chat(chat_id: str | None) -> str:

@@ -125,6 +125,24 @@ class TestRecording:
             assert not [d for d in orch.build_prompt("你好", user_id="u1", now=T0).diagnostics if d.startswith("journal")]
         assert store.calls == ["t1", "t1", "t1"] and list(store.turns) == ["t1"]
 
+    def test_work_waiting_too_long_is_named_in_the_prompt(self, data_dir, embedder):
+        gate = threading.Event()
+
+        class Gated(MemoStore):
+            def record(self, turn):
+                gate.wait(10)
+                super().record(turn)
+
+        policy = JournalPolicy(backlog_s=0.0, retry_base_s=0.05, busy_retry_s=0.02)
+        with open_orch(data_dir, [Gated()], embedder=embedder, policy=policy) as orch:
+            orch.record_turn("一", "1", user_id="u1", at=T0, turn_id="t1")
+            orch.record_turn("二", "2", user_id="u1", at=T0, turn_id="t2")
+            result = orch.build_prompt("你好", user_id="u1", now=T0)
+            status = orch.journal_status("u1")
+            gate.set()
+        assert any(d.startswith("journal: ") and "waiting longer than 0s" in d for d in result.diagnostics)
+        assert status.pending >= 3 and status.failed == 0 and status.ok
+
     def test_odd_text_goes_through_the_journal_unchanged(self, data_dir, embedder):
         text = "甲\u2028乙\u2029丙\u0085丁\ud800戊\udfff"
         store = MemoStore()

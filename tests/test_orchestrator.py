@@ -175,6 +175,12 @@ def test_ids_are_validated(data_dir, embedder):
             orch.build_prompt("hi", user_id="../../etc")
         with pytest.raises(InvalidIdError):
             orch.record_turn("a", "b", user_id="a/b")
+        with pytest.raises(InvalidIdError, match="chat id"):
+            orch.build_prompt("hi", user_id="u1", chat_id="")
+        with pytest.raises(InvalidIdError, match="turn id"):
+            orch.record_turn("a", "b", user_id="u1", turn_id="")
+        with pytest.raises(InvalidIdError, match="turn id"):
+            orch.forget_turn("x" * 300, user_id="u1")
     with pytest.raises(InvalidIdError):
         MemoryOrchestrator.from_config("../xiaoyue", config=load_config(overrides={"data_dir": str(data_dir)}, env={}), stores=[])
 

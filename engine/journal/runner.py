@@ -206,7 +206,9 @@ class Journal:
         try:
             with self._locks.get(journal.path.with_name(".lock-jobs")).hold(blocking=False) as mine:
                 if not mine:
-                    self.kick(user_id, delay=self.policy.busy_retry_s)
+                    # Another process runs this user's jobs (ours among them): look again later, but
+                    # flush() and close() need not wait for that process.
+                    self.kick(user_id, delay=self.policy.busy_retry_s, retry=True)
                     return
                 with self._locked(user_id):
                     due = self._next_due(journal)
