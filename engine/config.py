@@ -68,6 +68,9 @@ class ShortTermConfig(_Strict):
     max_messages: int = Field(default=20, ge=2)
     max_tokens: int = Field(default=2000, ge=50)
     summary_max_words: int = Field(default=200, ge=10)
+    """Length the memory LLM is asked for (CJK characters count as words)."""
+    summary_max_tokens: int = Field(default=500, ge=20)
+    """Hard bound on the stored summary, whatever the LLM or the offline fallback wrote."""
     llm_input_tokens: int = Field(default=3000, ge=200)
     """Longest text handed to the memory LLM at once; longer text is summarised in windows."""
     redis_url: str = "redis://127.0.0.1:6379/0"
@@ -77,7 +80,8 @@ class ShortTermConfig(_Strict):
     """Redis only (BrainMemory's switch): False keeps the rolling summary in process memory
     instead of Redis (the window is always stored); workers then do not share summaries."""
     chat_id: str = "default"
-    """Redis only: the conversation id in the key `{redis_prefix}:{user_id}:{character_id}/{chat_id}`."""
+    """Redis only: the conversation id in the key `{redis_prefix}:{user_id}:{character_id}/{chat_id}`
+    for the default chat (requests that name no chat); named chats use their own id there."""
     redis_lock_timeout_s: float = Field(default=120.0, gt=0)
     """A write lock held longer than this (a summary fold waiting on a slow LLM) expires."""
     redis_lock_wait_s: float = Field(default=30.0, gt=0)

@@ -58,7 +58,8 @@ def serve(
     log_level: str = "info",
 ) -> None:
     """Run uvicorn on `host:port` (default: `service.host`, `service.port`). With `workers > 1`
-    each worker process builds the app from the same config (use the Redis short-term backend)."""
+    each worker process builds the app from the same config; the file stores coordinate
+    through inter-process locks on one machine (the Redis short-term backend or Postgres for several)."""
     import uvicorn
 
     path = config_path if config_path is not None else default_config_path()
@@ -69,11 +70,6 @@ def serve(
     host = host or config.service.host
     port = port if port is not None else config.service.port
     check_bind(config, host)
-    if workers > 1 and config.short_term.backend != "redis":
-        raise ConfigError(
-            f"{workers} workers need the Redis short-term backend (short_term.backend: redis); the file "
-            "backend serialises writes within one process only"
-        )
     configure_threads()
     common: dict[str, Any] = {
         "host": host, "port": port, "log_level": log_level,
