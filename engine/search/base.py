@@ -31,15 +31,18 @@ class TurnDoc:
     """Epoch seconds."""
     user: str
     assistant: str
+    dates: tuple[tuple[str, str], ...] = ()
+    """Resolved relative time expressions, kept with the texts (shown with them)."""
 
     @property
     def digest(self) -> str:
         """Content hash: an edited turn (same id, new text) is re-indexed."""
-        return turn_digest(self.user, self.assistant)
+        return turn_digest(self.user, self.assistant, self.dates)
 
 
-def turn_digest(user: str, assistant: str) -> str:
-    return hashlib.sha256(f"{user}\x00{assistant}".encode()).hexdigest()[:16]
+def turn_digest(user: str, assistant: str, dates: tuple[tuple[str, str], ...] = ()) -> str:
+    notes = "\x01".join(f"{a}\x02{b}" for a, b in dates)
+    return hashlib.sha256(f"{user}\x00{assistant}\x00{notes}".encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,9 @@ class SearchHit:
     why: str = ""
     """"words", "meaning", "context" (a neighbour of a hit) or "range"."""
     in_range: bool = False
+    text: str = ""
+    """This half's text."""
+    dates: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from engine.search.base import IndexStats, Progress, SearchHit, SearchRequest, T
 from engine.search.grow import Grow
 from engine.search.lexical import Bm25
 from engine.search.text import terms
-from engine.search.vectors import KINDS, TURN, TurnGraph, VectorFile
+from engine.search.vectors import KINDS, TURN, TextFile, TurnGraph, VectorFile
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +44,7 @@ class FileTurnIndex:
         self.dim = int(embedder.dim)
         self.tuning = tuning or Tuning()
         self.vectors = VectorFile(self.folder / "vectors.f16", self.dim)
+        self.texts = TextFile(self.folder / "texts.jsonl")
         self.graph = TurnGraph(self.dim)
         self._reset_rows()
         self._unsaved = 0
@@ -51,6 +52,7 @@ class FileTurnIndex:
         if not self._load():
             self._reset_rows()
             self.vectors.reset()
+            self.texts.reset()
             self.graph = TurnGraph(self.dim)
 
     # -- state ------------------------------------------------------------------------------------
@@ -92,24 +94,30 @@ class FileTurnIndex:
 
     # -- writing ----------------------------------------------------------------------------------
 
-    def add(self, docs: Sequence[TurnDoc], *, progress: Progress | None = None) -> int:
-        fresh: dict[str, TurnDoc] = {}
-        for doc in docs:
+    def add(
+        self, docs: Sequence[TurnDoc], *, progress: Progress | None = None, vectors: np.ndarray | None = None
+    ) -> int:
+        """See `TurnIndex.add`. `vectors` ((len(docs), 3, dim), from `embed`) lets a caller
+        embed outside its lock."""
+        fresh: dict[str, int] = {}
+        for i, doc in enumerate(docs):
             row = self.row_of.get(doc.id)
             if row is not None and self.digest_of[row] == doc.digest:
                 continue
-            fresh[doc.id] = doc
+            fresh[doc.id] = i
         todo = list(fresh.values())
-        for i in range(0, len(todo), EMBED_CHUNK):
-            chunk = todo[i : i + EMBED_CHUNK]
-            self._add_rows(chunk, self._embed(chunk))
+        for a in range(0, len(todo), EMBED_CHUNK):
+            picked = todo[a : a + EMBED_CHUNK]
+            chunk = [docs[i] for i in picked]
+            self._add_rows(chunk, vectors[picked] if vectors is not None else self.embed(chunk))
             if progress is not None:
                 progress(len(chunk))
         if self.rows - len(self) > max(1000, self.rows // 4):
             self.compact()
         return len(todo)
 
-    def _embed(self, docs: Sequence[TurnDoc]) -> np.ndarray:
+    def embed(self, docs: Sequence[TurnDoc]) -> np.ndarray:
+        """(len(docs), 3, dim): each turn's user half, assistant half and whole-turn vectors."""
         texts: list[str] = []
         where: list[tuple[int, int]] = []
         for i, doc in enumerate(docs):
@@ -125,8 +133,9 @@ class FileTurnIndex:
         return out
 
     def _add_rows(self, docs: Sequence[TurnDoc], vectors: np.ndarray) -> None:
-        # The vector file first: a crash leaves it longer than the rows, which `open` cuts back.
+        # The data files first: a crash leaves them longer than the rows, which `open` cuts back.
         self.vectors.append(vectors)
+        self.texts.append([[d.user, d.assistant, [list(p) for p in d.dates]] for d in docs])
         self.graph.add(vectors[:, TURN])
         for doc in docs:
             old = self.row_of.get(doc.id)
@@ -177,6 +186,7 @@ class FileTurnIndex:
         bm.length = Grow(np.int32, data=bm.length.view.reshape(-1, 2)[keep].reshape(-1))
         ids = [self.ids[r] for r in keep.tolist()]
         digests = [self.digest_of[r] for r in keep.tolist()]
+        records = [self.texts.get(r) for r in keep.tolist()]
         ts, has_text = self.ts.view[keep], self.has_text.view[keep]
         self.ids, self.digest_of = ids, digests
         self.row_of = {tid: i for i, tid in enumerate(ids)}
@@ -185,6 +195,8 @@ class FileTurnIndex:
         self._order_ok = False
         self.vectors.reset()
         self.vectors.append(old_vectors)
+        self.texts.reset()
+        self.texts.append(records)
         self.graph = TurnGraph(self.dim)
         self.graph.catch_up(self.vectors)
         self._unsaved = self._graph_unsaved = max(1, self.rows)
@@ -221,6 +233,7 @@ class FileTurnIndex:
             "ts": self.ts.view,
             "alive": self.alive.view,
             "has_text": self.has_text.view,
+            "text_ends": self.texts.all_ends(),
             **self.bm25.arrays(),
         }
         buf = io.BytesIO()
@@ -243,16 +256,17 @@ class FileTurnIndex:
                 ids = text.split("\n") if rows else []
                 digests = [d.decode("ascii") for d in npz["digests"].tolist()]
                 ts, alive, has_text = npz["ts"], npz["alive"], npz["has_text"]
+                text_ends = npz["text_ends"]
                 bm25 = Bm25.from_arrays(npz)
-            if not (len(ids) == len(digests) == ts.size == alive.size == has_text.shape[0] == rows):
+            if not (len(ids) == len(digests) == ts.size == alive.size == has_text.shape[0] == text_ends.size == rows):
                 raise ValueError("row arrays disagree")
             if len(bm25.length) != 2 * rows:
                 raise ValueError("BM25 rows disagree")
         except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
             log.warning("search: index %s is unusable (%s); rebuilding it", path, exc)
             return False
-        if not self.vectors.open(rows):
-            log.warning("search: vector file in %s is short; rebuilding the index", self.folder)
+        if not self.vectors.open(rows) or not self.texts.open(text_ends):
+            log.warning("search: data files in %s are short; rebuilding the index", self.folder)
             return False
         self.ids, self.digest_of = ids, digests
         self.ts, self.alive = Grow(np.int64, data=ts), Grow(np.bool_, data=alive)
@@ -265,11 +279,17 @@ class FileTurnIndex:
         self._graph_unsaved = self.graph.catch_up(self.vectors)
         return True
 
+    def record(self, row: int) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+        """(user, assistant, dates) of a row."""
+        user, assistant, dates = self.texts.get(row)
+        return user, assistant, tuple((str(a), str(b)) for a, b in dates)
+
     def clear(self) -> None:
         """Delete everything (the owner re-adds its turns)."""
         shutil.rmtree(self.folder, ignore_errors=True)
         self._reset_rows()
         self.vectors.reset()
+        self.texts.reset()
         self.graph = TurnGraph(self.dim)
 
 

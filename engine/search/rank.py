@@ -211,6 +211,7 @@ def _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, ve
             continue
         kept_vecs.append(v)
         row = int(cand[r])
+        texts = ix.record(row)
         why = "range" if req.only_range else ("words" if lu[r, s] > 0 else "meaning") if core[r, s] else "context"
         hits.append(
             SearchHit(
@@ -223,6 +224,8 @@ def _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, ve
                 terms=tuple(sorted(content & set(q_terms))) if lu[r, s] > 0 else (),
                 why=why,
                 in_range=bool(range_mask[r, s]),
+                text=texts[s],
+                dates=texts[2],
             )
         )
         if len(hits) >= req.k:

@@ -90,6 +90,72 @@ class VectorFile:
         return out
 
 
+class TextFile:
+    """Each row's texts (user, assistant, resolved dates) as JSON lines in an append-only file,
+    located by end offsets, so hits are shown without reading the day files."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.ends = np.zeros(0, dtype=np.int64)
+        self._pending: list[int] = []
+        self._map: np.ndarray | None = None
+
+    @property
+    def rows(self) -> int:
+        return self.ends.size + len(self._pending)
+
+    def _all_ends(self) -> np.ndarray:
+        if self._pending:
+            self.ends = np.concatenate([self.ends, np.array(self._pending, dtype=np.int64)])
+            self._pending = []
+        return self.ends
+
+    def open(self, ends: np.ndarray) -> bool:
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            size = 0
+        need = int(ends[-1]) if ends.size else 0
+        if size < need:
+            return False
+        if size != need:
+            os.truncate(self.path, need)
+        self.ends, self._pending, self._map = np.asarray(ends, dtype=np.int64), [], None
+        return True
+
+    def reset(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_bytes(b"")
+        self.ends, self._pending, self._map = np.zeros(0, dtype=np.int64), [], None
+
+    def append(self, records: list[list]) -> None:
+        import json
+
+        end = int(self._pending[-1]) if self._pending else (int(self.ends[-1]) if self.ends.size else 0)
+        blobs = []
+        for rec in records:
+            blob = (json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8")
+            end += len(blob)
+            blobs.append(blob)
+            self._pending.append(end)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "ab") as f:
+            f.write(b"".join(blobs))
+        self._map = None
+
+    def get(self, row: int) -> list:
+        import json
+
+        ends = self._all_ends()
+        if self._map is None or self._map.size < int(ends[-1]):
+            self._map = np.memmap(self.path, dtype=np.uint8, mode="r") if ends[-1] else np.zeros(0, np.uint8)
+        start = int(ends[row - 1]) if row else 0
+        return json.loads(bytes(self._map[start : int(ends[row])]).decode("utf-8"))
+
+    def all_ends(self) -> np.ndarray:
+        return self._all_ends()
+
+
 class TurnGraph:
     """HNSW over the whole-turn vectors; graph ids are row numbers."""
 

@@ -1,0 +1,199 @@
+"""What the diary puts into one prompt: a named past range, then the hybrid search's best lines.
+
+1. Time: the message's expressions -> ranges clipped to `now` -> the recall decision
+   (`recall.py`). A used range is answered whole when it fits the budget (digests when long), else
+   by its most relevant turns (the search restricted to the range), with a note of how many were
+   left out. A day whose file cannot be read is named, never reported as "no conversations".
+2. Search: always, over every turn, with the message's words (time words and the participants'
+   names removed: names decide which side ranks first instead), for the budget left. A range in
+   the question ranks its turns first. Lines already in the window are skipped.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import numpy as np
+
+from engine.search.base import SearchHit, SearchRequest, Side
+from engine.stores.base import Hit, Query
+from engine.stores.diary.recall import clip_to_past, decide
+from engine.stores.diary.render import STORE, Candidate, digest_hits, fmt_range, raw_hits, search_hits
+from engine.stores.diary.userdiary import UserDiary
+from engine.tokens import count_tokens
+
+RAW_CANDIDATES = 400
+"""At most this many raw turns of one range are read from disk to choose from."""
+MIN_SEARCH_TOKENS = 40
+SEARCH_K = 120
+"""Search results asked for (more than fit: some are skipped as duplicates of the window)."""
+
+_EN_SELF = re.compile(r"\b(i|me|my|mine|myself)\b", re.IGNORECASE)
+_EN_OTHER = re.compile(r"\b(you|your|yours|yourself)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Names:
+    user: str
+    char: str
+
+
+def side_of(message: str, names: Names) -> Side | None:
+    """The participant a message is about, when it names exactly one (by name, or 我/I vs 你/you)."""
+    lowered = message.lower()
+
+    def named(name: str) -> bool:
+        if not name:
+            return False
+        if re.search(r"[\u4e00-\u9fff]", name):
+            return name in message
+        return re.search(rf"\b{re.escape(name.lower())}\b", lowered) is not None
+
+    user, char = named(names.user), named(names.char)
+    if user != char:
+        return "user" if user else "assistant"
+    if user:
+        return None
+    me = "我" in message or bool(_EN_SELF.search(message))
+    you = "你" in message or bool(_EN_OTHER.search(message))
+    if me != you:
+        return "user" if me else "assistant"
+    return None
+
+
+def search_text(message: str, spans: Sequence[tuple[int, int]], names: Names) -> str:
+    """The message without its time expressions and the participants' names."""
+    text = message
+    for a, b in sorted(spans, reverse=True):
+        text = text[:a] + " " + text[b:]
+    for name in (names.user, names.char):
+        if name:
+            text = re.sub(re.escape(name), " ", text, flags=re.IGNORECASE)
+    return text
+
+
+def answer(store, diary: UserDiary, query: Query, names: Names) -> list[Hit]:
+    from engine.timeparse import parse_time_ranges
+
+    config, tz = store.config, store.tz
+    now = query.now.astimezone(tz)
+    expressions = parse_time_ranges(query.message, now=now)
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    ranges = []
+    for expr in expressions:
+        clipped = clip_to_past(expr.start, expr.end, now)
+        if clipped is not None:
+            ranges.append((expr, clipped))
+    decision = decide(
+        query.message,
+        has_past_range=bool(ranges),
+        require_cue=config.require_recall_cue,
+        before_today=any(stop <= today for _, (_, stop) in ranges),
+    )
+    vector = _message_vector(query)
+    window = {" ".join(m.get("content", "").split()) for m in query.recent}
+    side = side_of(query.message, names)
+    text = search_text(query.message, [e.span for e in expressions], names)
+    budget = store.budget_tokens
+    hits: list[Hit] = []
+    with diary.lock:
+        diary.refresh()
+        span = None
+        covered: set[str] = set()
+        if decision.use:
+            range_hits, covered, span = _range_answer(store, diary, ranges, decision, query, vector, text, side)
+            hits += range_hits
+            budget -= sum(h.tokens or count_tokens(h.text) for h in range_hits)
+        if config.search and budget >= MIN_SEARCH_TOKENS:
+            request = SearchRequest(
+                text=text, vector=vector, k=SEARCH_K, side=side, exclude=frozenset(covered),
+                start=span[0] if span else None, end=span[1] if span else None,
+            )
+            found = diary.search.search(request)
+            reason = "hybrid search (words + meaning)"
+            hits += search_hits(
+                found, tz=tz, budget=budget, max_line_tokens=config.max_turn_tokens, skip_texts=window, reason=reason
+            )
+    return hits
+
+
+def _message_vector(query: Query) -> np.ndarray | None:
+    """The message's own vector when the diary asked for it (the query text adds the window's
+    last turn, which blurs a standalone question), else the query vector."""
+    texts, vectors = query.pieces.get(STORE, ((), None))
+    if texts and vectors is not None and len(vectors):
+        return np.asarray(vectors[0], dtype=np.float32)
+    return query.vector
+
+
+def _range_answer(store, diary: UserDiary, ranges, decision, query: Query, vector, text: str, side):
+    """(hits, ids of the turns they cover, (start, end) epoch span of the first range)."""
+    tz, now = store.tz, query.now.astimezone(store.tz)
+    cands: dict[int, Candidate] = {}
+    parts = []
+    first = None
+    for expr, (start, stop) in ranges:
+        clipped = stop < expr.end
+        # Half-open [start, end); a range clipped at now keeps the turns of now's second.
+        last = math.floor(stop.timestamp()) if clipped else math.ceil(expr.end.timestamp()) - 1
+        lo, hi = diary.index.span(math.ceil(start.timestamp()), last)
+        if first is None:
+            first = (math.ceil(start.timestamp()), last + 1)
+        desc = fmt_range(expr.start, expr.end, tz)
+        reason = f'expression "{expr.text}" → {desc}, {hi - lo} turns'
+        if clipped:
+            reason += f" (up to now, {now:%Y-%m-%d %H:%M})"
+        reason += f', recall cue "{decision.cue}"' if decision.cue else ""
+        parts.append((expr, desc, hi - lo, start, stop))
+        for r in range(lo, hi):
+            if r not in cands:
+                cands[r] = _candidate(diary, r, 0.0, reason)
+    ordered = sorted(cands.values(), key=lambda c: (c.ts, c.row))
+    if ordered and len(ordered) > 1:
+        ordered = _rank_in_range(diary, ordered, first, vector, text, side)
+    hits = store.range_hits(diary, ordered, parts)
+    covered = {str(i) for h in hits for i in (h.meta.get("ids") or [h.meta.get("id")]) if i}
+    return hits, covered, first
+
+
+def _rank_in_range(diary: UserDiary, cands: list[Candidate], span, vector, text: str, side) -> list[Candidate]:
+    """Scores for the range's turns from the search restricted to the range (best half)."""
+    found: list[SearchHit] = diary.search.search(
+        SearchRequest(text=text, vector=vector, k=4 * len(cands), start=span[0], end=span[1], only_range=True, side=side)
+    )
+    best: dict[str, float] = {}
+    for h in found:
+        best[h.turn_id] = max(best.get(h.turn_id, 0.0), h.score)
+    ids = diary.index.ids()
+    out = []
+    for c in cands:
+        tid = ids[c.row].decode("utf-8")
+        out.append(Candidate(c.row, c.ts, c.day, c.tag, best.get(tid, 0.0), c.reason))
+    return out
+
+
+def _candidate(diary: UserDiary, row: int, score: float, reason: str) -> Candidate:
+    ts = int(diary.index.ts[row])
+    # Day files are per local day, so the file name is the entry's local day (no tz maths).
+    day = diary.index.file_names[int(diary.index.file[row])][:10]
+    return Candidate(row, ts, day, diary.index.tags[int(diary.index.tag[row])], float(score), reason)
+
+
+def broken_days(diary: UserDiary, start: datetime, stop: datetime, tz) -> list[str]:
+    """Problems of the day files a range touches (a day that could not be read is not 'empty')."""
+    day = start.astimezone(tz).date()
+    last = stop.astimezone(tz).date()
+    out: list[str] = []
+    if (last - day).days > 400:
+        return [p for p in diary.problems]
+    while day <= last:
+        out += diary.day_problems(f"{day:%Y-%m-%d}.yaml")
+        day += timedelta(days=1)
+    return out
+
+
+__all__ = ["Names", "answer", "broken_days", "raw_hits", "digest_hits", "RAW_CANDIDATES"]
