@@ -148,6 +148,8 @@ class Tuning:
     """Lexical agreement: a line (or its turn) holding at least this share of the query's content-word IDF."""
     dense_z: float = 3.0
     """Meaning alone: a cosine this many standard deviations above the query's top candidates."""
+    dense_min_std: float = 0.015
+    """Floor of that standard deviation (cosines of one embedder; e5 spreads its top ~0.02-0.03)."""
     gate: str = "query"
     """"query": once some line passes the gate every line may be shown by rank; "line": only
     lines that pass it (or sit next to one)."""

@@ -172,7 +172,9 @@ def _eligible(query_idf, agree_u, du, dt, dense_sims, has, t, has_content: bool)
     lexical = (agree_u >= t.agree * query_idf) | (turn_agree >= t.agree * query_idf)[:, None]
     dense = np.zeros(has.shape, dtype=bool)
     if dense_sims.size >= 10:
-        mean, std = float(dense_sims.mean()), float(dense_sims.std()) + 1e-6
+        # A floor on the spread: in a diary of near-identical lines the spread is tiny and any
+        # small difference would look like an outlier.
+        mean, std = float(dense_sims.mean()), max(float(dense_sims.std()), t.dense_min_std)
         dense = ((du - mean) / std >= t.dense_z) | ((dt - mean) / std >= t.dense_z)[:, None]
     return (lexical | dense) & has
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from engine.search.base import SearchHit, SearchRequest, Side
 from engine.stores.base import Hit, Query
-from engine.stores.diary.recall import clip_to_past, decide
+from engine.stores.diary.recall import clip_to_past, decide, is_question, recall_cue
 from engine.stores.diary.render import STORE, Candidate, digest_hits, fmt_range, raw_hits, search_hits
 from engine.stores.diary.userdiary import UserDiary
 from engine.tokens import count_tokens
@@ -76,6 +76,21 @@ def search_text(message: str, spans: Sequence[tuple[int, int]], names: Names) ->
     return text
 
 
+SMALL_TALK_CHARS = 4
+"""A statement (no question, no recall cue) whose content words add up to at most this many
+characters ("天气真好", "晚安", "好累啊", "ok thanks") carries too little to search on."""
+
+
+def is_small_talk(message: str, text: str) -> bool:
+    from engine.search.text import content_terms
+
+    if is_question(message) or recall_cue(message):
+        return False
+    # A Chinese word counts its characters, another word counts as two (about as much meaning).
+    weight = sum(len(t) if re.search(r"[\u4e00-\u9fff]", t) else 2 for t in content_terms(text))
+    return weight <= SMALL_TALK_CHARS
+
+
 def answer(store, diary: UserDiary, query: Query, names: Names) -> list[Hit]:
     from engine.timeparse import parse_time_ranges
 
@@ -108,7 +123,7 @@ def answer(store, diary: UserDiary, query: Query, names: Names) -> list[Hit]:
             range_hits, covered, span = _range_answer(store, diary, ranges, decision, query, vector, text, side)
             hits += range_hits
             budget -= sum(h.tokens or count_tokens(h.text) for h in range_hits)
-        if config.search and budget >= MIN_SEARCH_TOKENS:
+        if config.search and budget >= MIN_SEARCH_TOKENS and not is_small_talk(query.message, text):
             request = SearchRequest(
                 text=text, vector=vector, k=SEARCH_K, side=side, exclude=frozenset(covered),
                 start=span[0] if span else None, end=span[1] if span else None,
