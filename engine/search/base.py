@@ -136,7 +136,7 @@ class Tuning:
     """The ranking's constants, in one place (measured on the LoCoMo dev split, bench_recall)."""
 
     rrf_k: int = 60
-    candidates: int = 200
+    candidates: int = 100
     """Per signal, how many top units/turns enter the fused ranking."""
     context: tuple[float, float] = (0.3, 0.15)
     """Share of a neighbour's score (1 and 2 lines away, same session) added to a line."""

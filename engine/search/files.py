@@ -68,6 +68,8 @@ class FileTurnIndex:
         self._order = Grow(np.int64)
         self._pos = Grow(np.int64)
         self._order_ok = True
+        self.version = 0
+        """Changes with every added or removed row (cached collection statistics key on it)."""
 
     @property
     def rows(self) -> int:
@@ -157,6 +159,7 @@ class FileTurnIndex:
             self.ts.append(doc.ts)
         self._unsaved += len(docs)
         self._graph_unsaved += len(docs)
+        self.version += 1
 
     def remove(self, turn_ids: Iterable[str]) -> int:
         n = 0
@@ -166,6 +169,7 @@ class FileTurnIndex:
                 self.alive.view[row] = False
                 n += 1
         self._unsaved += n
+        self.version += 1
         return n
 
     def compact(self) -> None:
@@ -193,6 +197,7 @@ class FileTurnIndex:
         self.ts, self.alive = Grow(np.int64, data=ts), Grow(np.bool_, data=np.ones(keep.size, dtype=bool))
         self.has_text = Grow(np.bool_, (2,), data=has_text)
         self._order_ok = False
+        self.version += 1
         self.vectors.reset()
         self.vectors.append(old_vectors)
         self.texts.reset()
@@ -274,6 +279,7 @@ class FileTurnIndex:
         self.row_of = {tid: r for r, tid in enumerate(ids) if alive[r]}
         self.bm25 = bm25
         self._order_ok = False
+        self.version += 1
         if not self.graph.load(self.folder / "graph.faiss") or self.graph.size > rows:
             self.graph = TurnGraph(self.dim)
         self._graph_unsaved = self.graph.catch_up(self.vectors)

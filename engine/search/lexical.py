@@ -50,6 +50,7 @@ class Bm25:
         self.post_tf = np.zeros(0, dtype=np.int32)
         self._delta: dict[int, list[tuple[int, int]]] = {}
         self._delta_size = 0
+        self._stats: tuple | None = None
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -117,13 +118,24 @@ class Bm25:
             units, tfs = np.concatenate([units, arr[:, 0]]), np.concatenate([tfs, arr[:, 1]])
         return units, tfs
 
-    def score(self, query_terms: list[str], content: set[str], alive: np.ndarray) -> LexicalScores:
-        """BM25 of every unit and turn that contains a query term. `alive`: bool per turn row."""
+    def _collection(self, alive: np.ndarray, version: int) -> tuple[np.ndarray, int, float, int]:
+        """(live units, their count, mean length, live turns), kept until `version` changes (an
+        O(rows) pass per query would cost milliseconds at a million turns)."""
+        if self._stats is None or self._stats[0] != version:
+            lengths = self.length.view
+            unit_alive = np.repeat(alive, 2)[: lengths.size] & (lengths > 0)
+            n_units = max(1, int(unit_alive.sum()))
+            avg = max(1.0, float(lengths[unit_alive].sum()) / n_units) if unit_alive.any() else 1.0
+            self._stats = (version, unit_alive, n_units, avg, max(1, int(alive.sum())))
+        return self._stats[1:]
+
+    def score(self, query_terms: list[str], content: set[str], alive: np.ndarray, version: int = -1) -> LexicalScores:
+        """BM25 of every unit and turn that contains a query term. `alive`: bool per turn row;
+        `version` changes whenever rows are added or removed."""
         lengths = self.length.view
-        unit_alive = np.repeat(alive, 2)[: lengths.size] & (lengths > 0)
-        n_units = max(1, int(unit_alive.sum()))
-        avg = max(1.0, float(lengths[unit_alive].sum()) / n_units) if unit_alive.any() else 1.0
-        n_turns = max(1, int(alive.sum()))
+        if version == -1:
+            self._stats = None
+        unit_alive, n_units, avg, n_turns = self._collection(alive, version)
         avg_turn = avg * n_units / n_turns
         qcounts = Counter(query_terms)
         idf_of: dict[str, float] = {}

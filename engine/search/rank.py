@@ -36,7 +36,7 @@ def search(ix: "FileTurnIndex", req: SearchRequest) -> list[SearchHit]:
     alive = ix.alive.view
     q_terms = terms(req.text)
     content = set(content_terms(req.text))
-    lex = ix.bm25.score(q_terms, content, alive)
+    lex = ix.bm25.score(q_terms, content, alive, ix.version)
     vector = None if req.vector is None else np.asarray(req.vector, dtype=np.float32).reshape(-1)
 
     in_range = _range_rows(ix, req.start, req.end)
@@ -205,13 +205,13 @@ def _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, ve
         return []
     key = np.lexsort((-score[ri, si], ~strong[ri, si], ~range_mask[ri, si]))
     hits: list[SearchHit] = []
-    kept_vecs: list[np.ndarray] = []
+    kept = np.zeros((req.k, vecs.shape[2]), dtype=np.float32)
     for j in key.tolist():
         r, s = int(ri[j]), int(si[j])
         v = vecs[r, s]
-        if kept_vecs and float(np.max(np.stack(kept_vecs) @ v)) >= ix.tuning.duplicate_cosine:
+        if hits and float(np.max(kept[: len(hits)] @ v)) >= ix.tuning.duplicate_cosine:
             continue
-        kept_vecs.append(v)
+        kept[len(hits)] = v
         row = int(cand[r])
         texts = ix.record(row)
         why = "range" if req.only_range else ("words" if lu[r, s] > 0 else "meaning") if core[r, s] else "context"

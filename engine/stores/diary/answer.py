@@ -29,7 +29,7 @@ from engine.tokens import count_tokens
 RAW_CANDIDATES = 400
 """At most this many raw turns of one range are read from disk to choose from."""
 MIN_SEARCH_TOKENS = 40
-SEARCH_K = 120
+SEARCH_K = 80
 """Search results asked for (more than fit: some are skipped as duplicates of the window)."""
 
 _EN_SELF = re.compile(r"\b(i|me|my|mine|myself)\b", re.IGNORECASE)
