@@ -163,8 +163,16 @@ def _range_answer(store, diary: UserDiary, ranges, decision, query: Query, vecto
         if clipped:
             reason += f" (up to now, {now:%Y-%m-%d %H:%M})"
         reason += f', recall cue "{decision.cue}"' if decision.cue else ""
-        parts.append((expr, desc, hi - lo, start, stop))
-        for r in range(lo, hi):
+        rows = np.arange(lo, hi)
+        if store.config.semantic_filter and vector is not None and rows.size:
+            # MoeChat's is_check_memorys: keep only turns whose tag is close to the message.
+            tags = diary.index.tag[rows]
+            sims = diary.index.tagvec[tags] @ np.asarray(vector, dtype=np.float32).reshape(-1)
+            keep = ~diary.index.tag_ok[tags] | (sims >= store.filter_threshold)
+            reason += f", {int((~keep).sum())} dropped by the tag filter < {store.filter_threshold:.2f}"
+            rows = rows[keep]
+        parts.append((expr, desc, int(rows.size), start, stop))
+        for r in rows.tolist():
             if r not in cands:
                 cands[r] = _candidate(diary, r, 0.0, reason)
     ordered = sorted(cands.values(), key=lambda c: (c.ts, c.row))
