@@ -108,7 +108,7 @@ class DiaryConfig(_Strict):
     require_recall_cue: bool = True
     """Use a time range only when the message asks to recall ("聊了什么", "do you remember");
     False uses every past range, as MoeChat does (many more false triggers on ordinary chat)."""
-    max_turn_tokens: int = Field(default=200, ge=20)
+    max_turn_tokens: int = Field(default=400, ge=20)
     """Longest injected turn of a time range (user + assistant text), and longest single line
     of a search result; longer ones are shortened with "…"."""
     digest_backfill_days: int = Field(default=7, ge=0)

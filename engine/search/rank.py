@@ -203,7 +203,9 @@ def _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, ve
     ri, si = np.nonzero(eligible)
     if ri.size == 0:
         return []
-    key = np.lexsort((-score[ri, si], ~strong[ri, si], ~range_mask[ri, si]))
+    # With a range: its lines past the gate, then other lines past the gate, then its other lines.
+    st, rm = strong[ri, si], range_mask[ri, si]
+    key = np.lexsort((-score[ri, si], ~rm, ~st, ~(rm & st)))
     hits: list[SearchHit] = []
     kept = np.zeros((req.k, vecs.shape[2]), dtype=np.float32)
     for j in key.tolist():

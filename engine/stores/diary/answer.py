@@ -22,7 +22,7 @@ import numpy as np
 from engine.search.base import SearchHit, SearchRequest, Side
 from engine.stores.base import Hit, Query
 from engine.stores.diary.recall import clip_to_past, decide, is_question, recall_cue
-from engine.stores.diary.render import STORE, Candidate, digest_hits, fmt_range, raw_hits, search_hits
+from engine.stores.diary.render import NOTE_RESERVE, STORE, Candidate, digest_hits, fmt_range, raw_hits, search_hits
 from engine.stores.diary.userdiary import UserDiary
 from engine.tokens import count_tokens
 
@@ -119,8 +119,25 @@ def answer(store, diary: UserDiary, query: Query, names: Names) -> list[Hit]:
         diary.refresh()
         span = None
         covered: set[str] = set()
+        in_range_total = 0
         if decision.use:
-            range_hits, covered, span = _range_answer(store, diary, ranges, decision, query, vector, text, side)
+            cands, parts, span = _range_candidates(store, diary, ranges, decision, vector)
+            if cands and _has_content(text, decision.cue):
+                # A question about content with a time range ("what book did I mention last
+                # week"): the whole range when it fits in half the budget, else the search with
+                # the range's matching lines first.
+                trial = store.range_hits(diary, cands, parts, budget=budget // 2)
+                if any(h.meta.get("kind") in ("omitted", "digest") for h in trial):
+                    in_range_total = len(cands)
+                    trial = [h for h in trial if h.meta.get("kind") == "broken"]
+                range_hits = trial
+            else:
+                if len(cands) > 1:
+                    cands = _rank_in_range(diary, cands, span, vector, text, side)
+                range_hits = store.range_hits(diary, cands, parts, budget=budget)
+            covered = {str(i) for h in range_hits for i in (h.meta.get("ids") or [h.meta.get("id")]) if i}
+            if not in_range_total:
+                span = None
             hits += range_hits
             budget -= sum(h.tokens or count_tokens(h.text) for h in range_hits)
         if config.search and budget >= MIN_SEARCH_TOKENS and not is_small_talk(query.message, text):
@@ -129,11 +146,24 @@ def answer(store, diary: UserDiary, query: Query, names: Names) -> list[Hit]:
                 start=span[0] if span else None, end=span[1] if span else None,
             )
             found = diary.search.search(request)
-            reason = "hybrid search (words + meaning)"
-            hits += search_hits(
-                found, tz=tz, budget=budget, max_line_tokens=config.max_turn_tokens, skip_texts=window, reason=reason
+            reason = "hybrid search (words + meaning)" + (", the asked range first" if span else "")
+            lines = search_hits(
+                found, tz=tz, budget=budget - (NOTE_RESERVE if span else 0), max_line_tokens=config.max_turn_tokens,
+                skip_texts=window, reason=reason,
             )
+            hits += lines
+            if span:
+                shown = {i for h in lines for i in h.meta["ids"]} & {h.turn_id for h in found if h.in_range}
+                hits.append(store.omitted_note(ranges, in_range_total, in_range_total - len(shown)))
     return hits
+
+
+def _has_content(text: str, cue: str) -> bool:
+    """Words beyond the time expression and the recall cue ("what BOOK did I mention")."""
+    from engine.search.text import content_terms
+
+    rest = text.replace(cue, " ") if cue else text
+    return bool(content_terms(rest))
 
 
 def _message_vector(query: Query) -> np.ndarray | None:
@@ -145,9 +175,10 @@ def _message_vector(query: Query) -> np.ndarray | None:
     return query.vector
 
 
-def _range_answer(store, diary: UserDiary, ranges, decision, query: Query, vector, text: str, side):
-    """(hits, ids of the turns they cover, (start, end) epoch span of the first range)."""
-    tz, now = store.tz, query.now.astimezone(store.tz)
+def _range_candidates(store, diary: UserDiary, ranges, decision, vector):
+    """(the used ranges' turns as candidates, the ranges' descriptions, (start, end) epoch span
+    of the first range)."""
+    tz = store.tz
     cands: dict[int, Candidate] = {}
     parts = []
     first = None
@@ -161,7 +192,7 @@ def _range_answer(store, diary: UserDiary, ranges, decision, query: Query, vecto
         desc = fmt_range(expr.start, expr.end, tz)
         reason = f'expression "{expr.text}" → {desc}, {hi - lo} turns'
         if clipped:
-            reason += f" (up to now, {now:%Y-%m-%d %H:%M})"
+            reason += f" (up to now, {stop.astimezone(tz):%Y-%m-%d %H:%M})"
         reason += f', recall cue "{decision.cue}"' if decision.cue else ""
         rows = np.arange(lo, hi)
         if store.config.semantic_filter and vector is not None and rows.size:
@@ -175,12 +206,7 @@ def _range_answer(store, diary: UserDiary, ranges, decision, query: Query, vecto
         for r in rows.tolist():
             if r not in cands:
                 cands[r] = _candidate(diary, r, 0.0, reason)
-    ordered = sorted(cands.values(), key=lambda c: (c.ts, c.row))
-    if ordered and len(ordered) > 1:
-        ordered = _rank_in_range(diary, ordered, first, vector, text, side)
-    hits = store.range_hits(diary, ordered, parts)
-    covered = {str(i) for h in hits for i in (h.meta.get("ids") or [h.meta.get("id")]) if i}
-    return hits, covered, first
+    return sorted(cands.values(), key=lambda c: (c.ts, c.row)), parts, first
 
 
 def _rank_in_range(diary: UserDiary, cands: list[Candidate], span, vector, text: str, side) -> list[Candidate]:

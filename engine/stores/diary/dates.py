@@ -10,12 +10,14 @@ offline.
 from __future__ import annotations
 
 import logging
+import re
 from datetime import datetime, timedelta, tzinfo
 
 from engine.errors import TimeExpressionError
 
 log = logging.getLogger(__name__)
 
+_ROLLING = re.compile(r"\d{2}:\d{2}–")
 MAX_DATES = 6
 """At most this many expressions per turn are kept (the rest are rarely worth their tokens)."""
 
@@ -62,10 +64,10 @@ def describe_range(start: datetime, end: datetime) -> str:
         if (end - start) >= timedelta(hours=3):
             return f"{start:%Y-%m-%d}"
         return f"{start:%Y-%m-%d %H:%M}"
-    return f"{start:%Y-%m-%d %H:%M}–{last:%Y-%m-%d %H:%M}"
+    return ""  # a rolling span ("lately", "the past 3 days" to the minute) says little for its tokens
 
 
 def annotate(text: str, dates: tuple[tuple[str, str], ...]) -> str:
     """`text` followed by the resolutions of the expressions it contains."""
-    notes = [f"{phrase} ({label})" for phrase, label in dates if phrase in text]
+    notes = [f"{phrase} ({label})" for phrase, label in dates if phrase in text and not _ROLLING.search(label)]
     return f"{text} [{'; '.join(notes)}]" if notes else text

@@ -109,7 +109,20 @@ class DiaryStore:
                 self._names = Names("", "")
         return self._names
 
-    def range_hits(self, diary: UserDiary, cands: list[Candidate], parts: list) -> list[Hit]:
+    def range_ranges(self, parts: list) -> str:
+        if self.prompts.language == "zh":
+            return "；".join(f"“{e.text}” {d}" for e, d, *_ in parts)
+        return "; ".join(f'"{e.text}" {d}' for e, d, *_ in parts)
+
+    def omitted_note(self, ranges: list, total: int, omitted: int) -> Hit:
+        """The pinned 'N of the range's turns are not shown' note."""
+        text = "; ".join(f'"{e.text}"' for e, _ in ranges)
+        how = "，以上是最相关的部分" if self.prompts.language == "zh" else "; the most relevant ones are shown"
+        note = self.prompts.render("diary_omitted", range=text, total=total, omitted=omitted, how=how)
+        return Hit(STORE, note, 1.0, f"{omitted} of {total} turns of the range not shown", pinned=True,
+                   meta={"kind": "omitted", "omitted": omitted, "total": total})
+
+    def range_hits(self, diary: UserDiary, cands: list[Candidate], parts: list, *, budget: int | None = None) -> list[Hit]:
         """A used range: all its turns, its best turns, or per-day digests, plus the notes."""
         language = self.prompts.language
         ranges = "；".join(f"“{e.text}” {d}" for e, d, *_ in parts) if language == "zh" else "; ".join(
@@ -128,13 +141,12 @@ class DiaryStore:
                 f"（{ranges} 没有任何对话记录）" if language == "zh" else f"(no conversation records for {ranges})"
             )
             return [Hit(STORE, text, 1.0, f"{ranges}: 0 turns", pinned=True, meta={"kind": "empty"})]
-        hits = self._range_lines(diary, cands, ranges)
+        hits = self._range_lines(diary, cands, ranges, self.budget_tokens if budget is None else budget)
         return ([pinned] if broken else []) + hits
 
-    def _range_lines(self, diary: UserDiary, cands: list[Candidate], ranges: str) -> list[Hit]:
+    def _range_lines(self, diary: UserDiary, cands: list[Candidate], ranges: str, budget: int) -> list[Hit]:
         language = self.prompts.language
         days = {c.day for c in cands}
-        budget = self.budget_tokens
         if len(cands) <= self.config.digest_over_turns or len(days) == 1:
             hits, left = raw_hits(
                 cands,
