@@ -149,7 +149,7 @@ def answer(store, diary: UserDiary, query: Query, names: Names) -> list[Hit]:
             reason = "hybrid search (words + meaning)" + (", the asked range first" if span else "")
             lines = search_hits(
                 found, tz=tz, budget=budget - (NOTE_RESERVE if span else 0), max_line_tokens=config.max_turn_tokens,
-                skip_texts=window, reason=reason,
+                skip_texts=window, reason=reason, names=(names.user, names.char),
             )
             hits += lines
             if span:

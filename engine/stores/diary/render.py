@@ -72,10 +72,12 @@ def search_hits(
     max_line_tokens: int,
     skip_texts: set[str],
     reason: str,
+    names: tuple[str, str] = ("", ""),
 ) -> list[Hit]:
     """Search results as one hit per local day ("[2023-05-08]" then one line per half, in
     conversation order), the best lines first until `budget` is spent. A half is shown whole
-    unless it is longer than `max_line_tokens`; halves already in the window are skipped."""
+    unless it is longer than `max_line_tokens`; halves already in the window are skipped.
+    `names` (user, character) are what {{user}} / {{char}} become: lines are counted as sent."""
     chosen: list[tuple[SearchHit, str, int]] = []
     days: set[str] = set()
     room = budget
@@ -83,9 +85,11 @@ def search_hits(
         if " ".join(h.text.split()) in skip_texts:
             continue
         who = "{{user}}" if h.side == "user" else "{{char}}"
-        line = f"{who}: {annotate(shorten(h.text, max_line_tokens), h.dates)}"
+        body = annotate(shorten(h.text, max_line_tokens), h.dates)
+        line = f"{who}: {body}"
+        shown_name = names[0] if h.side == "user" else names[1]
         day = datetime.fromtimestamp(h.ts, tz).strftime("%Y-%m-%d")
-        cost = count_tokens(line) + 1 + (0 if day in days else DAY_HEADER_TOKENS)
+        cost = count_tokens(f"{shown_name or who}: {body}") + 1 + (0 if day in days else DAY_HEADER_TOKENS)
         if cost > room:
             continue
         room -= cost
@@ -108,7 +112,7 @@ def search_hits(
                 text=text,
                 score=round(top / best, 4),
                 reason=f"{reason}: {len(items)} line(s) of {day} by {', '.join(whys)}",
-                tokens=count_tokens(text),
+                tokens=count_tokens(text.replace("{{user}}", names[0] or "{{user}}").replace("{{char}}", names[1] or "{{char}}")),
                 meta={"kind": "search", "day": day, "ids": [h.turn_id for h, _, _ in items]},
             )
         )
