@@ -102,8 +102,8 @@ def open_orch(data: Path, sample: dict):
             "llm": {"backend": "none"},
             "language": "en",
             "timezone": "America/New_York",
-            # 1,500 memory tokens: the diary plans within its cap, the rolling summary keeps 300.
-            "retrieval": {"budget_tokens": 1500, "caps": {"diary": 1200, "summary": 300}},
+            # 1,500 memory tokens: the diary plans within its cap, the rolling summary keeps 200.
+            "retrieval": {"budget_tokens": 1500, "caps": {"diary": 1300, "summary": 200}},
         },
         env={},
     )
