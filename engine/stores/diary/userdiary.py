@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import shutil
 import threading
 import time
 from collections import OrderedDict
@@ -26,7 +27,7 @@ from datetime import datetime, timedelta, tzinfo
 import numpy as np
 import yaml
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from engine.adapters.embedder import Embedder
 from engine.errors import DataFileError, EmbedderError
@@ -71,11 +72,25 @@ class UserDiary:
         with self.lock:
             loaded = DiaryIndex.load(self.cache_file, model_id=embedder.model_id, dim=embedder.dim)
             self.index = loaded or DiaryIndex(model_id=embedder.model_id, dim=embedder.dim)
-            self.search = FileTurnIndex(paths.cache / "diary" / "search", embedder)
+            self.search = FileTurnIndex(self._search_folder(paths), embedder)
             self._opening = True  # the first pass leaves the search index to reconcile_search
             self.refresh(force=True)
             self._opening = False
             self.reconcile_search()
+
+    def _search_folder(self, paths: UserPaths):
+        """The search index folder this process may write. One process owns the shared one (a
+        file lock held while the diary is open); another process (a second `kioku serve`
+        worker) keeps its own copy, so no two writers ever append to the same index files."""
+        self._search_owner = FileLock(str(paths.root / ".lock-diary-search"))
+        try:
+            self._search_owner.acquire(timeout=0)
+            self._private_search = None
+            return paths.cache / "diary" / "search"
+        except Timeout:
+            self._private_search = paths.cache / "diary" / f"search-{os.getpid()}"
+            log.info("diary: another process owns %s's search index; this one keeps its own", paths.root.name)
+            return self._private_search
 
     @property
     def problems(self) -> list[str]:
@@ -339,6 +354,10 @@ class UserDiary:
                 self.embed_missing()
                 self.save()
             self.search.save(force=True)
+            if self._private_search is not None:
+                shutil.rmtree(self._private_search, ignore_errors=True)
+            elif self._search_owner.is_locked:
+                self._search_owner.release()
 
 
 def doc_of(entry: DiaryEntry) -> TurnDoc:
