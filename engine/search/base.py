@@ -78,7 +78,7 @@ class SearchHit:
     dense: float
     """Cosine of this half with the query vector."""
     terms: tuple[str, ...] = ()
-    """Query content words found in the turn."""
+    """The query's content words, when this half matched lexically."""
     why: str = ""
     """"words", "meaning", "context" (a neighbour of a hit) or "range"."""
     in_range: bool = False

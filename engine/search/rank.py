@@ -33,41 +33,25 @@ def search(ix: "FileTurnIndex", req: SearchRequest) -> list[SearchHit]:
     t = ix.tuning
     if len(ix) == 0:
         return []
-    alive = ix.alive.view
     q_terms = terms(req.text)
     content = set(content_terms(req.text))
-    lex = ix.bm25.score(q_terms, content, alive, ix.version)
+    lex = ix.bm25.score(q_terms, content, ix.alive.view, ix.version)
     vector = None if req.vector is None else np.asarray(req.vector, dtype=np.float32).reshape(-1)
-
     in_range = _range_rows(ix, req.start, req.end)
     dense_rows, dense_sims = _dense_candidates(ix, vector, t.candidates)
-    if req.only_range:
-        if in_range.size <= RANGE_EXACT:
-            cand = in_range
-        else:
-            pool = np.concatenate([lex.units >> 1, lex.turns, dense_rows])
-            cand = np.intersect1d(pool, in_range)
-    else:
-        top_u = lex.units[np.argsort(-lex.unit_scores, kind="stable")[: t.candidates]] >> 1
-        top_t = lex.turns[np.argsort(-lex.turn_scores, kind="stable")[: t.candidates]]
-        small_range = in_range if in_range.size <= RANGE_EXACT else np.zeros(0, dtype=np.int64)
-        cand = np.unique(np.concatenate([top_u, top_t, dense_rows, small_range]))
-        cand = _with_neighbours(ix, cand)
-    cand = cand[alive[cand]]
-    if req.exclude:
-        cand = cand[[ix.ids[r] not in req.exclude for r in cand.tolist()]]
+    cand = _candidates(ix, req, lex, dense_rows, in_range)
     if cand.size == 0:
         return []
-    cand = np.unique(cand)
 
     # Per candidate row: the three cosines and the lexical scores of both halves and the turn.
     vecs = ix.vectors.take(cand)
     has = ix.has_text.view[cand]
     du = vecs[:, :2] @ vector if vector is not None else np.zeros((cand.size, 2), np.float32)
     dt = vecs[:, 2] @ vector if vector is not None else np.zeros(cand.size, np.float32)
-    lu = _lookup(lex.units, lex.unit_scores, np.stack([2 * cand, 2 * cand + 1], axis=1))
+    halves = np.stack([2 * cand, 2 * cand + 1], axis=1)
+    lu = _lookup(lex.units, lex.unit_scores, halves)
     lt = _lookup(lex.turns, lex.turn_scores, cand)
-    agree_u = _lookup(lex.units, lex.unit_idf, np.stack([2 * cand, 2 * cand + 1], axis=1))
+    agree_u = _lookup(lex.units, lex.unit_idf, halves)
 
     k, w = t.rrf_k, t.weights
     fused = (
@@ -77,44 +61,81 @@ def search(ix: "FileTurnIndex", req: SearchRequest) -> list[SearchHit]:
         + w[3] * _rrf(lt, k, positive_only=True)[:, None]
     )
     fused = np.where(has, fused, 0.0)
-
-    # Context: neighbouring lines of the same conversation lend part of their score.
-    order, pos = ix.order()
-    unit_pos = (2 * pos[cand])[:, None] + np.array([0, 1])
-    flat_pos, flat_score = unit_pos.reshape(-1), fused.reshape(-1)
-    by_pos = np.argsort(flat_pos)
-    smoothed = flat_score.copy()
-    ts_of = ix.ts.view
-    neighbour = np.zeros(flat_pos.size, dtype=bool)
-    for dist, share in enumerate(t.context, start=1):
-        for sign in (-1, 1):
-            other = flat_pos + sign * dist
-            j = np.searchsorted(flat_pos[by_pos], other)
-            j = np.minimum(j, flat_pos.size - 1)
-            found = flat_pos[by_pos][j] == other
-            src = by_pos[j]
-            rows_a = order[flat_pos // 2]
-            rows_b = order[np.clip(other, 0, 2 * order.size - 1) // 2]
-            same = np.abs(ts_of[rows_a] - ts_of[rows_b]) <= t.session_gap_s * dist
-            ok = found & same
-            smoothed[ok] += share * flat_score[src[ok]]
-            neighbour |= ok
-    score = smoothed.reshape(-1, 2)
-    score = np.where(has, score, 0.0)
+    nb = _Neighbours(ix, cand)
+    score = np.where(has, nb.smooth(fused, t.context), 0.0)
     if req.side is not None and score.size:
         score[:, SIDES.index(req.side)] += t.side_bonus * float(score.max())
 
-    # The gate.
+    # The gate. Lines that pass it (or sit next to one) come first; when some line passes, the
+    # rest may follow by rank to fill the budget; when none does, the query is unrelated.
     if req.only_range:
         core = has.copy()
     else:
         core = _eligible(lex.query_idf, agree_u, du, dt, dense_sims, has, t, bool(content))
-    # Lines that pass the gate (or sit next to one) come first; when some line passes, the
-    # rest may follow by rank to fill the budget; when none does, the query is unrelated.
-    strong = (core | _near(core, flat_pos, by_pos, t.context, order, ts_of, t.session_gap_s).reshape(-1, 2)) & has
+    strong = (core | nb.near(core, len(t.context))) & has
     eligible = has & bool(core.any()) if t.gate == "query" else strong
     range_mask = np.isin(cand, in_range)[:, None] & np.ones((1, 2), dtype=bool) if in_range.size else np.zeros_like(has)
     return _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, vecs, q_terms, content)
+
+
+def _candidates(ix: "FileTurnIndex", req: SearchRequest, lex, dense_rows: np.ndarray, in_range: np.ndarray) -> np.ndarray:
+    """Rows to score: the top of each signal (and a small range whole), with their neighbours."""
+    t = ix.tuning
+    if req.only_range:
+        if in_range.size <= RANGE_EXACT:
+            cand = in_range
+        else:
+            cand = np.intersect1d(np.concatenate([lex.units >> 1, lex.turns, dense_rows]), in_range)
+    else:
+        top_u = lex.units[np.argsort(-lex.unit_scores, kind="stable")[: t.candidates]] >> 1
+        top_t = lex.turns[np.argsort(-lex.turn_scores, kind="stable")[: t.candidates]]
+        small_range = in_range if in_range.size <= RANGE_EXACT else np.zeros(0, dtype=np.int64)
+        cand = _with_neighbours(ix, np.unique(np.concatenate([top_u, top_t, dense_rows, small_range])))
+    cand = cand[ix.alive.view[cand]]
+    if req.exclude:
+        cand = cand[[ix.ids[r] not in req.exclude for r in cand.tolist()]]
+    return np.unique(cand)
+
+
+class _Neighbours:
+    """Lines next to each other in one conversation: candidate halves in time order, with the
+    pairs that lie within `dist` lines and the session gap of each other."""
+
+    def __init__(self, ix: "FileTurnIndex", cand: np.ndarray) -> None:
+        order, pos = ix.order()
+        self.pos = ((2 * pos[cand])[:, None] + np.array([0, 1])).reshape(-1)
+        self.by_pos = np.argsort(self.pos)
+        self.sorted_pos = self.pos[self.by_pos]
+        self.order, self.ts, self.gap = order, ix.ts.view, ix.tuning.session_gap_s
+
+    def pairs(self, offset: int) -> tuple[np.ndarray, np.ndarray]:
+        """(mask of halves that have a candidate `offset` lines away, that candidate's index)."""
+        other = self.pos + offset
+        j = np.minimum(np.searchsorted(self.sorted_pos, other), self.pos.size - 1)
+        found = self.sorted_pos[j] == other
+        rows_a = self.order[self.pos // 2]
+        rows_b = self.order[np.clip(other, 0, 2 * self.order.size - 1) // 2]
+        same = np.abs(self.ts[rows_a] - self.ts[rows_b]) <= self.gap * abs(offset)
+        return found & same, self.by_pos[j]
+
+    def smooth(self, fused: np.ndarray, shares: tuple[float, ...]) -> np.ndarray:
+        """Each line gains `shares[d-1]` of the score of the lines d away (same conversation)."""
+        flat = fused.reshape(-1)
+        out = flat.copy()
+        for dist, share in enumerate(shares, start=1):
+            for sign in (-1, 1):
+                ok, src = self.pairs(sign * dist)
+                out[ok] += share * flat[src[ok]]
+        return out.reshape(-1, 2)
+
+    def near(self, mask: np.ndarray, dist: int) -> np.ndarray:
+        flat = mask.reshape(-1)
+        out = np.zeros(flat.size, dtype=bool)
+        for d in range(1, dist + 1):
+            for sign in (-1, 1):
+                ok, src = self.pairs(sign * d)
+                out |= ok & flat[src]
+        return out.reshape(-1, 2)
 
 
 def _range_rows(ix: "FileTurnIndex", start: int | None, end: int | None) -> np.ndarray:
@@ -177,24 +198,6 @@ def _eligible(query_idf, agree_u, du, dt, dense_sims, has, t, has_content: bool)
         mean, std = float(dense_sims.mean()), max(float(dense_sims.std()), t.dense_min_std)
         dense = ((du - mean) / std >= t.dense_z) | ((dt - mean) / std >= t.dense_z)[:, None]
     return (lexical | dense) & has
-
-
-def _near(core, flat_pos, by_pos, context, order, ts_of, gap) -> np.ndarray:
-    """Units within len(context) lines of an eligible unit, same conversation."""
-    flat_core = core.reshape(-1)
-    out = np.zeros(flat_core.size, dtype=bool)
-    sorted_pos = flat_pos[by_pos]
-    for dist in range(1, len(context) + 1):
-        for sign in (-1, 1):
-            other = flat_pos + sign * dist
-            j = np.minimum(np.searchsorted(sorted_pos, other), flat_pos.size - 1)
-            found = sorted_pos[j] == other
-            src = by_pos[j]
-            rows_a = order[flat_pos // 2]
-            rows_b = order[np.clip(other, 0, 2 * order.size - 1) // 2]
-            same = np.abs(ts_of[rows_a] - ts_of[rows_b]) <= gap * dist
-            out |= found & same & flat_core[src]
-    return out
 
 
 def _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, vecs, q_terms, content) -> list[SearchHit]:
