@@ -118,17 +118,23 @@ class DiaryConfig(_Strict):
     semantic_filter: bool = False
     """MoeChat's is_check_memorys: drop in-range entries whose tag is below `filter_threshold`."""
     filter_threshold: float | None = None
+    search: bool = True
+    """Hybrid search (words + meaning) over every past turn, for every message; it fills the
+    diary's budget after any time range the message asks about."""
     semantic_fallback: bool = True
-    """With no time expression, the top-k entries by tag similarity over the whole diary."""
+    """Unused since the hybrid search replaced the tag fallback (kept so old config files load)."""
     fallback_top_k: int = Field(default=3, ge=1)
+    """Unused (see `semantic_fallback`)."""
     fallback_threshold: float | None = None
+    """Unused (see `semantic_fallback`)."""
     digest_over_turns: int = Field(default=40, ge=1)
     """Ranges with more turns than this are answered from per-day digests."""
     require_recall_cue: bool = True
     """Use a time range only when the message asks to recall ("聊了什么", "do you remember");
     False uses every past range, as MoeChat does (many more false triggers on ordinary chat)."""
-    max_turn_tokens: int = Field(default=200, ge=20)
-    """Longest injected turn (user + assistant text); longer turns are shortened with "…"."""
+    max_turn_tokens: int = Field(default=400, ge=20)
+    """Longest injected turn of a time range (user + assistant text), and longest single line
+    of a search result; longer ones are shortened with "…"."""
     digest_backfill_days: int = Field(default=7, ge=0)
     """When a local day closes, digest (memory LLM) the closed days among the last this many
     that have none yet; 0 turns LLM digests off (digests are then built from tags)."""
