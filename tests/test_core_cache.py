@@ -87,13 +87,21 @@ def no_yaml(monkeypatch):
     monkeypatch.setattr(repo_module, "parse_facts", refuse)
 
 
+def opened(make_store):
+    """A store that has read the file and, closing, written the cache (readers never write it)."""
+    store = make_store()
+    facts = store.facts("alice", include_deleted=True)
+    store.close()
+    return store, facts
+
+
 def ask(store, message):
     vector = store.embedder.inner.embed([message], role="query")[0]
     return store.retrieve(Query(message=message, user_id="alice", now=T0, recent=(), text=message, vector=vector))
 
 
 def test_warm_open_equals_a_parse_and_parses_no_yaml(make_store, core_file, request):
-    parsed = make_store().facts("alice", include_deleted=True)
+    _, parsed = opened(make_store)
     assert [f.text for f in parsed] == ["住在成都", "养了一只猫叫小白", "喜欢爬山", "讨厌吃香菜", "在学日语"]
     request.getfixturevalue("no_yaml")
     warm = make_store()
@@ -106,11 +114,12 @@ def test_warm_open_equals_a_parse_and_parses_no_yaml(make_store, core_file, requ
 
 
 def test_write_after_a_warm_open_keeps_order_and_history(make_store, core_file, request):
-    make_store().facts("alice")  # builds the cache
+    opened(make_store)  # builds the cache
     request.getfixturevalue("no_yaml")
     warm = make_store()
     ask(warm, "我讨厌吃什么？")  # some rows built, the rest still columns
     updated = warm.update_fact("alice", "fe", "在学法语", at=T0)
+    warm.close()
     assert [(r.text, r.change) for r in updated.history] == [("在学日语", "update")]
     again = make_store()
     facts = again.facts("alice", include_deleted=True)
@@ -123,8 +132,7 @@ def test_write_after_a_warm_open_keeps_order_and_history(make_store, core_file, 
 def test_flat_cache_of_older_versions_keeps_its_vectors(make_store, core_file, version):
     """A cache written before the graph index (a flat IndexIDMap2; version 1 also before the column
     snapshot): its vectors move into the new index, nothing is embedded again."""
-    store = make_store()
-    parsed = store.facts("alice", include_deleted=True)
+    store, parsed = opened(make_store)
     cache = CharacterPaths(core_file.parents[2]).user("alice").cache
     state = json.loads((cache / "core_state.json").read_text(encoding="utf-8"))
     rows = [(f, h) for f, h in zip(state["rows"]["fact"], state["rows"]["hash"]) if f is not None]
@@ -146,12 +154,12 @@ def test_flat_cache_of_older_versions_keeps_its_vectors(make_store, core_file, v
     upgraded = make_store()
     assert upgraded.facts("alice", include_deleted=True) == parsed and upgraded.embedder.passages == []
     assert "住在成都" in ask(upgraded, "我住在哪里？")[0].text
-    upgraded.add_fact("alice", "喜欢爬山")
+    upgraded.close()
     assert json.loads((cache / "core_state.json").read_text(encoding="utf-8"))["version"] == 3
 
 
 def test_snapshot_that_disagrees_is_rebuilt_with_a_warning(make_store, core_file, caplog):
-    parsed = make_store().facts("alice", include_deleted=True)
+    _, parsed = opened(make_store)
     state_path = CharacterPaths(core_file.parents[2]).user("alice").cache / "core_state.json"
     state = json.loads(state_path.read_text(encoding="utf-8"))
     state["facts"]["text"].pop()

@@ -398,10 +398,30 @@ class TestFiles:
         fresh = make_store()
         assert [f.text for f in fresh.facts("alice")] == ["不再讨厌香菜", "住在重庆", "养了一只猫叫小白"]
 
+    def test_facts_another_process_appended_are_read_alone(self, make_store, monkeypatch):
+        """A second store on the same folder (another worker process) appends: this one reads only
+        the new entries and embeds only their texts; an edit elsewhere in the file reads it all."""
+        import engine.stores.core.repo as repo_module
+
+        mine, other = make_store(), make_store()
+        for text in ("讨厌吃香菜", "住在重庆"):
+            mine.add_fact("alice", text)
+        assert len(other.facts("alice")) == 2
+        parsed = []
+        real_parse = repo_module.parse_facts
+        monkeypatch.setattr(repo_module, "parse_facts", lambda text, **kw: parsed.append(text) or real_parse(text, **kw))
+        other.embedder.passages.clear()
+        mine.add_fact("alice", "养了一只猫叫小白")
+        assert "小白" in ask(other, "我的猫叫什么？")[0].text
+        assert other.embedder.passages == ["养了一只猫叫小白"] and parsed[0].startswith("- id: ") and "香菜" not in parsed[0]
+        mine.update_fact("alice", mine.facts("alice")[0].id, "不再讨厌香菜")
+        assert texts(other) == ["不再讨厌香菜", "住在重庆", "养了一只猫叫小白"] and "住在重庆" in parsed[-1]
+
     def test_warm_reopen_embeds_nothing_and_corrupt_cache_is_rebuilt(self, make_store, caplog):
         store = make_store()
         for text in ("讨厌吃香菜", "住在重庆", "养了一只猫叫小白"):
             store.add_fact("alice", text)
+        store.close()  # saves the cache (a small user's is otherwise saved every 32 changes)
         warm = make_store()
         assert len(warm.facts("alice")) == 3 and warm.embedder.passages == []
         assert "住在重庆" in ask(warm, "我住在哪里？")[0].text

@@ -50,6 +50,8 @@ class Cached:
     file_hash: str
     facts: FactTable | None
     """The parsed facts snapshot (None when the cache has none this version can use)."""
+    old_version: bool = False
+    """Written by an older version: worth saving again in the current one."""
 
 
 class IndexCache:
@@ -81,7 +83,8 @@ class IndexCache:
             # RuntimeError: faiss's reader on a truncated or foreign file.
             log.warning("core cache in %s is corrupt (%s: %s); rebuilding it", self.folder, type(exc).__name__, exc)
             return None
-        return Cached(index=index, file_hash=str(state["file_hash"]), facts=facts)
+        return Cached(index=index, file_hash=str(state["file_hash"]), facts=facts,
+                      old_version=state["version"] != CACHE_VERSION)
 
     def save(self, index: FactIndex, *, file_hash: str, facts: Iterable[Fact]) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)

@@ -23,14 +23,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -41,19 +39,22 @@ from engine.errors import DataFileError
 from engine.paths import CharacterPaths, UserPaths
 from engine.stores.core.cache import IndexCache
 from engine.stores.core.errors import FactStoreBusyError
-from engine.stores.core.facts import Fact, parse_facts
+from engine.stores.core.facts import parse_facts
 from engine.stores.core.index import GUARD_EXACT_MAX, FactIndex, sync_index
 from engine.stores.core.pending import PendingTurn, pending_path, read_pending, set_aside
+from engine.stores.core.files import (
+    appendable, decode, modified_at, nothing, racy, read_consistent, read_locked, signature_of,
+)
 from engine.stores.core.table import FactTable
-from engine.stores.core.tx import Transaction, commit, signature_of
-from engine.stores.core.tx import racy as _racy
+from engine.stores.core.tx import Transaction, commit, note_facts
 
 log = logging.getLogger(__name__)
 
 LOCK_FILE = ".lock-core"
-# A block sequence at column 0 that a new `- ...` entry can follow (what `dump_facts` writes).
-_APPENDABLE_START = re.compile(r"\A(?:[ \t]*(?:#[^\n]*)?\n)*-[ \n]")
-_DOCUMENT_MARKER = re.compile(r"^(?:---|\.\.\.)(?:\s|$)", re.M)
+# The cache is saved once this many fact changes (or an eighth of the facts) are not in it, and on
+# close: a crash costs the next open at most that many embeddings, never data.
+_SAVE_MIN = 32
+_POLL_S = 0.005
 
 
 @dataclass(eq=False)
@@ -113,7 +114,7 @@ class FactRepository:
         tz: ZoneInfo,
         *,
         check_interval_s: float = 1.0,
-        lock_timeout_s: float = 60.0,
+        lock_timeout_s: float = 120.0,
         clock: Callable[[], float] = time.monotonic,
         guard_exact_max: int = GUARD_EXACT_MAX,
     ) -> None:
@@ -162,30 +163,44 @@ class FactRepository:
         """A transaction over the user's facts and pending turns, under both locks; committed on exit."""
         user = self.user(user_id)
         user.paths.root.mkdir(parents=True, exist_ok=True)
-        with user.lock, self._locked(user):
-            self._refresh(user, force=True, locked=True)
-            self._refresh_pending(user, now=now, locked=True)
-            if user.broken is not None:
-                raise DataFileError(
-                    f"{user.broken.reason}; not writing core memory until the file is fixed",
-                    path=user.broken.path,
-                    line=user.broken.line,
-                )
-            tx = Transaction(user, now=now, embed=self.embed_passages)
-            try:
-                yield tx
-                commit(user, tx)
-            except BaseException:
-                # The in-memory state may be half changed; the file is the truth: read it again.
-                self._invalidate(user)
-                raise
-            if user.unsaved and user.unsaved >= max(1, len(user.facts) // 8):
-                self._save_cache(user)
+        with user.lock:
+            self._catch_up(user)
+            with self._locked(user):
+                yield from self._transaction(user, now)
+
+    def _catch_up(self, user: UserFacts) -> None:
+        """Read what other processes wrote before taking the lock, so that the embedding of their
+        new facts does not hold it; under the lock only what arrived since is read."""
+        try:
+            self._refresh(user, force=True, locked=False)
+        except DataFileError:
+            pass  # reported under the lock, where it counts
+
+    def _transaction(self, user: UserFacts, now: datetime) -> Iterator[Transaction]:
+        """Re-read under the lock, hand out the transaction, write it (see `writing`)."""
+        self._refresh(user, force=True, locked=True)
+        self._refresh_pending(user, now=now, locked=True)
+        if user.broken is not None:
+            raise DataFileError(
+                f"{user.broken.reason}; not writing core memory until the file is fixed",
+                path=user.broken.path,
+                line=user.broken.line,
+            )
+        tx = Transaction(user, now=now, embed=self.embed_passages)
+        try:
+            yield tx
+            commit(user, tx)
+        except BaseException:
+            # The in-memory state may be half changed; the file is the truth: read it again.
+            self._invalidate(user)
+            raise
+        if user.unsaved >= max(_SAVE_MIN, len(user.facts) // 8):
+            self._save_cache(user)
 
     def rebuild(self, user_id: str) -> int:
         """Read the file again, embed what the cache lacks, save the cache; returns the live facts."""
         user = self.user(user_id)
-        with user.lock, self._locked(user) if user.paths.root.exists() else _nothing():
+        with user.lock, self._locked(user) if user.paths.root.exists() else nothing():
             self._invalidate(user)
             self._refresh(user, force=True, locked=True)
             if user.paths.core_file.exists():
@@ -220,77 +235,90 @@ class FactRepository:
             return
         user.checked_at = now
         path = user.paths.core_file
-        signature = _signature(path)
+        signature = signature_of(path)
         if user.loaded and signature == user.signature and not user.racy:
             if user.broken is not None:
                 raise user.broken
             return
-        data, signature = self._read(user, path, locked=locked)
+        lock = self._locked(user) if path.parent.exists() else nothing()
+        data, signature = read_locked(path) if locked else read_consistent(path, lock)
         digest = hashlib.sha256(data or b"")
         if user.loaded and user.broken is None and digest.hexdigest() == user.file_hash:
-            user.signature, user.racy = signature, _racy(signature)
+            user.signature, user.racy = signature, racy(signature)
             return
-        self._load(user, data, digest, signature, locked=locked)
+        if not self._load_tail(user, data, digest, signature):
+            self._load(user, data, digest, signature)
 
-    def _load(self, user: UserFacts, data: bytes | None, digest: Any, signature: Any, *, locked: bool) -> None:
+    def _load(self, user: UserFacts, data: bytes | None, digest: Any, signature: Any) -> None:
         path = user.paths.core_file
-        cache = IndexCache(user.paths.cache, self.embedder)
         if not user.loaded:
-            cached = cache.load()
+            cached = IndexCache(user.paths.cache, self.embedder).load()
             if cached is not None and cached.file_hash == digest.hexdigest() and cached.facts is not None:
                 # Fast path: the file is what the cache was built from; no YAML is parsed.
                 self._install(user, cached.facts, cached.index, digest, signature, data)
+                user.unsaved += int(cached.old_version)
                 return
             user.index = cached.index if cached is not None else self._new_index()
         try:
-            text = _decode(data or b"", path)
-            facts = parse_facts(text, path=path, tz=self.tz, default_time=_mtime(path, self.tz))
+            text = decode(data or b"", path)
+            facts = parse_facts(text, path=path, tz=self.tz, default_time=modified_at(path, self.tz))
         except DataFileError as exc:
             # Refuse to write until a person fixes the file; never overwrite their edit.
             user.broken, user.signature = exc, signature
             raise
         assert user.index is not None
-        self.embedded += sync_index(user.index, facts, self.embedder)
+        embedded = sync_index(user.index, facts, self.embedder)
+        self.embedded += embedded
         self._install(user, FactTable(facts), user.index, digest, signature, data)
-        user.unsaved = max(user.unsaved, 1) if facts or data is not None else 0
-        if locked:
-            self._save_cache(user)
-        else:
-            self._save_cache_if_free(user)
+        # The cache no longer matches the file: the next writer (or close) saves it.
+        user.unsaved += embedded + 1
+
+    def _load_tail(self, user: UserFacts, data: bytes | None, digest: Any, signature: Any) -> bool:
+        """When the file only grew by entries appended after what this process already holds (another
+        process added facts), read just those. False when that is not the case: read it all."""
+        old = user.signature
+        if not (user.loaded and user.broken is None and user.appendable and data and old and signature):
+            return False
+        size = old[1]
+        if signature[0] != old[0] or len(data) <= size or data[size - 1 : size] != b"\n":
+            return False
+        if hashlib.sha256(data[:size]).hexdigest() != user.file_hash:
+            return False
+        path = user.paths.core_file
+        try:
+            tail = parse_facts(decode(data[size:], path), path=path, tz=self.tz, default_time=modified_at(path, self.tz))
+        except DataFileError:
+            return False  # read it all: the error then names the right line
+        if not tail or any(f.id in user.facts for f in tail):
+            return False
+        assert user.index is not None
+        live = [f for f in tail if f.live]
+        if live:
+            user.index.add(live, self.embed_passages([f.text for f in live]))
+        for fact in tail:
+            user.facts[fact.id] = fact
+        if user.by_text is not None and user.turns is not None:
+            note_facts(user, tail)
+        user.hasher, user.signature, user.racy = digest, signature, racy(signature)
+        user.version += 1
+        user.unsaved += len(tail)
+        return True
 
     def _install(self, user: UserFacts, facts: FactTable, index: FactIndex, digest: Any, signature: Any,
                  data: bytes | None) -> None:
         index.guard_exact_max = self.guard_exact_max
         user.facts, user.index, user.hasher, user.signature = facts, index, digest, signature
-        user.racy = _racy(signature)
+        user.racy = racy(signature)
         user.loaded, user.broken, user.by_text, user.turns = True, None, None, None
-        user.appendable = _appendable(data)
+        user.appendable = appendable(data)
         user.version += 1
 
     def _new_index(self) -> FactIndex:
         return FactIndex(int(self.embedder.dim), guard_exact_max=self.guard_exact_max)
 
-    def _read(self, user: UserFacts, path: Path, *, locked: bool) -> tuple[bytes | None, Any]:
-        """The file's bytes and the signature they belong to, never a torn mix of two writes."""
-        if not locked:
-            for _ in range(3):
-                before = _signature(path)
-                if before is None:
-                    return None, None
-                try:
-                    data = path.read_bytes()
-                except FileNotFoundError:
-                    continue
-                if _signature(path) == before and len(data) == before[1]:
-                    return data, before
-        # A writer kept changing it under us (or we hold the lock already): read under the lock.
-        with self._locked(user) if path.parent.exists() else _nothing():
-            signature = _signature(path)
-            return (path.read_bytes() if signature is not None else None), signature
-
     def _refresh_pending(self, user: UserFacts, *, now: datetime, locked: bool) -> None:
         path = pending_path(user.paths.root)
-        signature = _signature(path)
+        signature = signature_of(path)
         if signature == user.pending_signature and not (locked and user.pending_unreadable):
             return
         user.pending_unreadable = False
@@ -314,15 +342,6 @@ class FactRepository:
         IndexCache(user.paths.cache, self.embedder).save(user.index, file_hash=user.file_hash, facts=user.facts.values())
         user.unsaved = 0
 
-    def _save_cache_if_free(self, user: UserFacts) -> None:
-        if not user.paths.core_file.exists():
-            return
-        try:
-            with user.file_lock.acquire(timeout=0):
-                self._save_cache(user)
-        except filelock.Timeout:
-            pass  # a writer is at work; it saves the cache itself
-
     def _invalidate(self, user: UserFacts) -> None:
         user.loaded, user.signature, user.pending_signature = False, None, None
         user.by_text = user.turns = None
@@ -331,7 +350,9 @@ class FactRepository:
     @contextmanager
     def _locked(self, user: UserFacts) -> Iterator[None]:
         try:
-            user.file_lock.acquire(timeout=self.lock_timeout_s)
+            # filelock polls; a short interval keeps a waiter from missing the gaps between another
+            # process's writes (it releases the lock while it embeds its next fact).
+            user.file_lock.acquire(timeout=self.lock_timeout_s, poll_interval=_POLL_S)
         except filelock.Timeout:
             raise FactStoreBusyError(
                 f"the core memory of {user.paths.root.name!r} stayed locked for {self.lock_timeout_s:g}s "
@@ -341,34 +362,3 @@ class FactRepository:
             yield
         finally:
             user.file_lock.release()
-
-
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield
-
-
-_signature = signature_of
-
-
-def _mtime(path: Path, tz: ZoneInfo) -> datetime:
-    try:
-        return datetime.fromtimestamp(path.stat().st_mtime, tz).replace(microsecond=0)
-    except FileNotFoundError:
-        return datetime.now(tz).replace(microsecond=0)
-
-
-def _decode(data: bytes, path: Path) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise DataFileError(f"invalid UTF-8 byte 0x{data[exc.start]:02x}", path=str(path), line=line) from exc
-
-
-def _appendable(data: bytes | None) -> bool:
-    """Whether a new entry can be appended as `- ...` and still be part of the same list."""
-    if not data or not data.endswith(b"\n"):
-        return False
-    text = data.decode("utf-8", errors="replace")
-    return bool(_APPENDABLE_START.match(text)) and not _DOCUMENT_MARKER.search(text)

@@ -11,21 +11,18 @@ guard makes the retry harmless). Either way nothing is lost.
 from __future__ import annotations
 
 import hashlib
-import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from engine.fileio import append_bytes_durably, atomic_write_bytes
 from engine.stores.core.facts import Fact, dump_facts, new_fact_id, normalise_text
+from engine.stores.core.files import racy, signature_of
 from engine.stores.core.index import FactIndex
 from engine.stores.core.pending import PendingTurn, pending_path, write_pending
 
-_RACY_NS = 100_000_000
-_RACY_MAX_BYTES = 256 * 1024
 
 if TYPE_CHECKING:
     from engine.stores.core.repo import UserFacts
@@ -138,32 +135,19 @@ class Transaction:
 
 
 def _build_derived(user: UserFacts) -> None:
-    by_text: dict[str, str] = {}
-    turns: set[str] = set()
-    for fact in user.facts.values():
+    user.by_text, user.turns = {}, set()
+    note_facts(user, user.facts.values())
+
+
+def note_facts(user: UserFacts, facts: Iterable[Fact]) -> None:
+    """Add facts new to this process to the text and turn lookups."""
+    by_text, turns = user.by_text, user.turns
+    assert by_text is not None and turns is not None
+    for fact in facts:
         if fact.live:
             by_text.setdefault(normalise_text(fact.text), fact.id)
         turns.update(fact.source_turns)
         turns.update(b for r in fact.history for b in r.by)
-    user.by_text, user.turns = by_text, turns
-
-
-def signature_of(path: Path) -> tuple[int, ...] | None:
-    """What `stat` says about a file, enough to tell that it changed; None when it does not exist."""
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
-def racy(signature: tuple[int, ...] | None) -> bool:
-    """Whether a file with this signature may have been edited again within the same clock tick
-    without the signature changing (git's "racily clean" case). File times come from a coarse
-    clock: an edit that keeps the size, closer than `_RACY_NS` to the last write, can leave the
-    signature as it was. Small files are then compared by content (cheap); big ones trust the
-    signature, so that adding facts one by one stays linear."""
-    return signature is not None and signature[1] < _RACY_MAX_BYTES and signature[2] >= time.time_ns() - _RACY_NS
 
 
 def commit(user: UserFacts, tx: Transaction) -> None:
