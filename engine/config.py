@@ -148,8 +148,11 @@ class CoreConfig(_Strict):
     similar_facts_shown: int = Field(default=20, ge=1)
     duplicate_threshold: float | None = None
     duplicate_action: Literal["skip", "update"] = "skip"
-    max_pending_turns: int = Field(default=50, ge=1)
-    """Turns kept for a later extraction while the memory LLM is unreachable; older ones are dropped."""
+    max_turns_per_extraction: int = Field(default=20, ge=1)
+    """At most this many turns go to the memory LLM in one extraction; turns waiting for an LLM
+    retry beyond that wait for the next one (none is ever dropped)."""
+    check_interval_s: float = Field(default=1.0, ge=0)
+    """How often retrieval checks core_mem.yml for a hand edit (one stat); 0: on every prompt."""
 
 
 class WorldBookConfig(_Strict):

@@ -9,12 +9,13 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from engine.adapters.llm import ScriptedLLM
+from engine.adapters.llm import OpenAIChatLLM, ScriptedLLM
 from engine.config import CoreConfig, load_config
 from engine.orchestrator import MemoryOrchestrator
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
 from engine.stores.base import Query, Turn
+from engine.fake_openai import Status
 from engine.stores.core import CoreMemoryStore
 
 from counting import CountingEmbedder
@@ -96,7 +97,7 @@ def test_hand_edit_between_two_build_prompt_calls(tmp_path, embedder):
     """Change one fact, delete one, add one by editing core_mem.yml: the next build_prompt sees it,
     and only the changed and added facts are embedded again."""
     shutil.copytree(ROOT / "data/agents/xiaoyue", tmp_path / "agents/xiaoyue", ignore=shutil.ignore_patterns("users", ".cache"))
-    config = load_config(overrides={"data_dir": str(tmp_path)}, env={})
+    config = load_config(overrides={"data_dir": str(tmp_path), "core": {"check_interval_s": 0}}, env={})
     counting = CountingEmbedder(embedder)
     store = CoreMemoryStore(paths=CharacterPaths(tmp_path / "agents/xiaoyue"), config=config.core,
                             embedder=counting, llm=None, prompts=Prompts("zh"), tz=TZ)
@@ -122,5 +123,29 @@ def test_hand_edit_between_two_build_prompt_calls(tmp_path, embedder):
         assert any("住在成都" in h for h in after) and not any("重庆" in h or "香菜" in h for h in after)
         assert any("喜欢爬山（2026-09-02 记下）" in h for h in core_hits("周末我喜欢做什么运动？")[0])
         assert sorted(counting.passages) == ["住在成都", "喜欢爬山"]
+    finally:
+        orch.close()
+
+
+def test_failing_memory_llm_through_the_orchestrator(tmp_path, embedder, openai_server):
+    """`record_turn` with a memory LLM answering 500: the offline rules still get all five facts,
+    `build_prompt` injects them, and its diagnostics say the turns wait for an LLM retry."""
+    shutil.copytree(ROOT / "data/agents/xiaoyue", tmp_path / "agents/xiaoyue", ignore=shutil.ignore_patterns("users", ".cache"))
+    config = load_config(overrides={"data_dir": str(tmp_path)}, env={})
+    llm = OpenAIChatLLM(model="memory", base_url=openai_server.base_url, timeout_s=2, max_retries=0)
+    store = CoreMemoryStore(paths=CharacterPaths(tmp_path / "agents/xiaoyue"), config=config.core,
+                            embedder=embedder, llm=llm, prompts=Prompts("zh"), tz=TZ)
+    orch = MemoryOrchestrator.from_config("xiaoyue", config=config, embedder=embedder, stores=[store])
+    said = ["我叫林舟", "我住在成都", "我讨厌吃香菜", "我养了一只猫叫小白", "我在腾讯工作"]
+    try:
+        for i, text in enumerate(said):
+            openai_server.push(Status(500))
+            orch.record_turn(text, "好的", user_id="lz", at=T0 + timedelta(minutes=i))
+        assert orch.flush(timeout=60) and orch.background_errors == []
+        facts = sorted(f.text for f in store.facts("lz"))
+        assert facts == sorted(["名字叫林舟", "住在成都", "讨厌吃香菜", "养了一只猫叫小白", "在腾讯工作"])
+        result = orch.build_prompt("我的猫叫什么名字？", user_id="lz", now=T0 + timedelta(days=1))
+        assert any("小白" in h.text for h in result.hits if h.store == "core")
+        assert any("5 turn(s) await a memory-LLM retry" in d for d in result.diagnostics)
     finally:
         orch.close()
