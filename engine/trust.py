@@ -78,6 +78,8 @@ OPERATOR_KEYS: frozenset[str] = frozenset({
     "short_term.redis_lock_timeout_s",
     "short_term.redis_lock_wait_s",
     "retrieval.store_timeout_s",
+    "core.max_turns_per_extraction",
+    "core.check_interval_s",
     "retrieval.max_prompts_in_flight",
     "retrieval.stuck_calls_per_store",
     "retrieval.max_query_chars",

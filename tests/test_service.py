@@ -102,7 +102,9 @@ class TestChat:
         text = upstream_text(sent)
         assert "月光书茶馆" in text  # the persona
         assert "每天早上七点到晚上十点运行" in text  # the world-book entry 缆车, triggered by the message
-        assert "早上好" not in text  # the client's history is replaced by the engine's
+        # The client's history is the conversation (a frontend's edits and branches are followed);
+        # only the new turn is recorded.
+        assert [m["content"] for m in sent["messages"][-3:]] == ["早上好", "早", "今天雾好大，缆车还开吗？"]
         assert history(data_dir, "alice") == ["今天雾好大，缆车还开吗？", "echo: 今天雾好大，缆车还开吗？"]
 
         client(url).chat.completions.create(model="xiaoyue", user="alice",

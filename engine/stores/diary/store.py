@@ -19,7 +19,7 @@ import shutil
 import threading
 import zoneinfo
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 import numpy as np
 
@@ -350,6 +350,27 @@ class DiaryStore:
         diary = self.user(user_id)  # rebuilds both, with progress bars when `progress` is on
         with diary.lock:
             return len(diary.index)
+
+    def day_counts(self, user_id: str) -> list[tuple[date, int]]:
+        """Every local day with turns, and how many, oldest first (the inspector's calendar)."""
+        diary = self.user(user_id)
+        with diary.lock:
+            diary.refresh()
+            return sorted((date.fromisoformat(name[:10]), info.count)
+                          for name, info in diary.index.files.items() if info.count)
+
+    def last_turn_time(self, user_id: str) -> datetime | None:
+        diary = self.user(user_id)
+        with diary.lock:
+            diary.refresh()
+            diary.index.flush()
+            if diary.index.ts.shape[0] == 0:
+                return None
+            return datetime.fromtimestamp(int(diary.index.ts[-1]), self.tz)
+
+    def get(self, user_id: str, turn_id: str) -> DiaryEntry | None:
+        """The entry of one turn, or None."""
+        return find_entry(self.user(user_id), turn_id)
 
     def build_search_index(self, user_id: str, *, progress: bool = True) -> int:
         """Index the user's turns that lack search vectors (after an import, or an old cache);
