@@ -131,6 +131,14 @@ class WorldBookConfig(_Strict):
     recursion_depth: int = Field(default=0, ge=0)
     max_pieces: int = Field(default=16, ge=1)
     """At most this many sentence pieces of a message are embedded for semantic search."""
+    regex_timeout_ms: float = Field(default=20.0, gt=0)
+    """Time one author regex key may take on one message; a key that runs out is skipped and named."""
+    regex_budget_ms: float = Field(default=100.0, gt=0)
+    """Time all regex keys together may take per prompt."""
+    max_file_kb: int = Field(default=2048, ge=1)
+    """A world-book file larger than this is reported (file:line) and not loaded."""
+    max_entry_chars: int = Field(default=5000, ge=1)
+    """An entry whose content is longer than this is reported and its file not loaded."""
 
 
 class ServiceConfig(_Strict):

@@ -22,7 +22,7 @@ from engine.errors import EmbedderError
 from engine.fileio import content_hash
 from engine.stores.worldbook.matcher import KeywordMatcher
 from engine.stores.worldbook.model import BookError, Entry, format_errors
-from engine.stores.worldbook.parse import ParsedFile, parse_bytes
+from engine.stores.worldbook.parse import DEFAULT_LIMITS, Limits, ParsedFile, parse_bytes
 from engine.stores.worldbook.vectors import KeyVectors
 
 log = logging.getLogger(__name__)
@@ -91,9 +91,10 @@ class Snapshot:
 class Book:
     """The world-book folder of one character, kept current by `refresh()`."""
 
-    def __init__(self, folder: Path, *, vectors: KeyVectors | None) -> None:
+    def __init__(self, folder: Path, *, vectors: KeyVectors | None, limits: Limits = DEFAULT_LIMITS) -> None:
         self.folder = Path(folder)
         self._vectors = vectors
+        self.limits = limits
         self._files: dict[Path, FileState] = {}
         self._lock = threading.Lock()
         self.snapshot = Snapshot()
@@ -131,14 +132,16 @@ class Book:
 
     def _reread(self, path: Path, stat: StatKey, state: FileState | None) -> bool:
         try:
-            data = path.read_bytes()
+            with open(path, "rb") as f:
+                # Never more than one byte past the size cap: a huge file is reported, not read.
+                data = f.read(self.limits.max_file_bytes + 1)
         except OSError as exc:
             log.warning("world book: cannot read %s (%s); keeping what was loaded", path, exc)
             return False
         if state is not None and content_hash(data) == state.digest:
             state.stat = stat  # touched or rewritten with the same bytes: nothing to parse
             return False
-        parsed = parse_bytes(data, path=path)
+        parsed = parse_bytes(data, path=path, limits=self.limits)
         if state is None:
             state = self._files[path] = FileState(path, stat, parsed.digest)
         state.stat, state.digest = stat, parsed.digest

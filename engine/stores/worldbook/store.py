@@ -10,6 +10,7 @@ the token budget from the end. `record()` does nothing: authors write the book, 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -23,8 +24,9 @@ from engine.paths import CharacterPaths
 from engine.prompts import Prompts
 from engine.stores.base import Hit, Message, Query, Turn
 from engine.stores.worldbook.book import Book, Snapshot
-from engine.stores.worldbook.matcher import secondary_ok
+from engine.stores.worldbook.matcher import RegexBudget, secondary_ok
 from engine.stores.worldbook.model import BookError
+from engine.stores.worldbook.parse import Limits
 from engine.stores.worldbook.vectors import KeyVectors
 from engine.tokens import count_tokens
 
@@ -82,8 +84,14 @@ class WorldBookStore:
         self.budget_tokens = budget_tokens
         self.threshold = thresholds_for(embedder, self.name, config.threshold) if config.semantic else 1.0
         self.vectors = KeyVectors(embedder, paths.cache_dir / "world_book") if config.semantic else None
-        self.book = Book(paths.world_book_dir, vectors=self.vectors)
+        limits = Limits(max_file_bytes=config.max_file_kb * 1024, max_entry_chars=config.max_entry_chars)
+        self.book = Book(paths.world_book_dir, vectors=self.vectors, limits=limits)
         self._tokens: dict[str, int] = {}
+        # Regex keys that ran out of time, by (file, line, key): how often, for `problems()`.
+        self._slow: dict[tuple[str, int, str], int] = {}
+        self._slow_lock = threading.Lock()
+        self._budget_spent = 0
+        """Prompts on which the regex budget ran out before every regex key was tried."""
         if config.enabled:
             self.book.refresh()
 
@@ -110,11 +118,13 @@ class WorldBookStore:
             active[i] = _Active(i, "constant", 1.0, "constant entry", {})
         matched_secondary: dict[int, set[str]] = {}
         messages = self._messages(query)
-        self._keywords(snap, messages, active, matched_secondary)
+        budget = RegexBudget(self.config.regex_timeout_ms / 1000, self.config.regex_budget_ms / 1000)
+        self._keywords(snap, messages, active, matched_secondary, budget)
         if self.config.semantic:
             self._semantic(snap, query, active)
         if self.config.recursion_depth:
-            self._recurse(snap, active, matched_secondary)
+            self._recurse(snap, active, matched_secondary, budget)
+        self._note_slow(snap, budget)
         return self._ranked(snap, active)
 
     def record(self, turn: Turn) -> None:
@@ -132,6 +142,18 @@ class WorldBookStore:
         out = [str(e) for e in self.book.errors()]
         if self.book.embed_error:
             out.append(f"semantic matching degraded: {self.book.embed_error}")
+        live = {(e.file, k.line, k.text) for e in self.book.snapshot.entries for k in e.keys + e.secondary_keys}
+        with self._slow_lock:
+            slow = [(where, n) for where, n in self._slow.items() if where in live]
+            spent = self._budget_spent
+        if spent:
+            out.append(f"the {self.config.regex_budget_ms:g} ms regex budget ran out on {spent} prompt(s); "
+                       "some regex keys were not tried (world_book.regex_budget_ms)")
+        for (file, line, key), n in slow:
+            out.append(
+                f"{file}:{line}: regex key {key!r} ran out of its {self.config.regex_timeout_ms:g} ms "
+                f"on {n} message(s) and was skipped there; simplify it (nested repeats like (a+)+ backtrack)"
+            )
         return out
 
     def status(self) -> BookStatus:
@@ -165,13 +187,14 @@ class WorldBookStore:
         texts: list[tuple[str, str]],
         active: dict[int, _Active],
         matched_secondary: dict[int, set[str]],
+        budget: RegexBudget,
         *,
         depth: int = 0,
     ) -> list[int]:
         """Activate entries whose primary key is in `texts` and whose secondary logic holds."""
         first: dict[int, tuple[str, str]] = {}
         for label, text in texts:
-            for m in snap.matcher.scan(text):
+            for m in snap.matcher.scan(text, budget):
                 if m.secondary:
                     matched_secondary.setdefault(m.entry, set()).add(m.key)
                 elif m.entry not in active and m.entry not in first:
@@ -211,13 +234,33 @@ class WorldBookStore:
             reason = f'piece "{piece}" ~ key "{key}" {score:.3f}'
             active[i] = _Active(i, "semantic", score, reason, {"key": key, "piece": piece})
 
-    def _recurse(self, snap: Snapshot, active: dict[int, _Active], matched_secondary: dict[int, set[str]]) -> None:
+    def _recurse(
+        self, snap: Snapshot, active: dict[int, _Active], matched_secondary: dict[int, set[str]], budget: RegexBudget
+    ) -> None:
         frontier = list(active)
         for depth in range(1, self.config.recursion_depth + 1):
             texts = [(f"entry {snap.entries[i].uid}", snap.entries[i].content) for i in frontier]
-            frontier = self._keywords(snap, texts, active, matched_secondary, depth=depth)
+            frontier = self._keywords(snap, texts, active, matched_secondary, budget, depth=depth)
             if not frontier:
                 return
+
+    def _note_slow(self, snap: Snapshot, budget: RegexBudget) -> None:
+        """Remember regex keys that ran out of time, for `problems()` (and the log, once per key)."""
+        if budget.skipped:
+            log.warning("world book: %d regex searches skipped, the %g ms regex budget of this prompt was spent",
+                        budget.skipped, self.config.regex_budget_ms)
+            with self._slow_lock:
+                self._budget_spent += 1
+        if not budget.timed_out:
+            return
+        with self._slow_lock:
+            if len(self._slow) > 1000:
+                self._slow.clear()  # bounded: problems() re-learns the ones still timing out
+            for i, key in budget.timed_out:
+                where = (snap.entries[i].file, key.line, key.text)
+                self._slow[where] = self._slow.get(where, 0) + 1
+                if self._slow[where] == 1:
+                    log.warning("world book: %s:%d: regex key %r timed out and was skipped", *where)
 
     # -- ranking and budget ----------------------------------------------------------------
     def _ranked(self, snap: Snapshot, active: dict[int, _Active]) -> list[Hit]:
