@@ -10,6 +10,7 @@ one place makes both languages agree on precedence and on range inheritance
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta, tzinfo
 
@@ -66,6 +67,33 @@ class Atoms(list[Atom]):
 
     def day(self, m: re.Match[str], d: date, name: str, **kw: object) -> None:
         self.append(Atom(m.start(), m.end(), "day", day=d, kind_name=name, **kw))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """What every rule needs besides its match: the text and the moment it is read at."""
+
+    text: str
+    now: datetime
+    tz: tzinfo
+    today: date
+
+
+Handler = Callable[[re.Match[str], Ctx, Atoms], None]
+Rule = tuple[re.Pattern[str], Handler]
+"""A grammar is a table of rules: every match of the pattern is handed to the handler, which
+adds zero or more atoms. Rules are small and independent; `compose` glues their atoms."""
+
+
+def run_rules(rules: Sequence[Rule], text: str, now: datetime) -> Atoms:
+    tz = now.tzinfo
+    assert tz is not None
+    ctx = Ctx(text, now, tz, now.date())
+    out = Atoms()
+    for pattern, handler in rules:
+        for m in pattern.finditer(text):
+            handler(m, ctx, out)
+    return out
 
 
 def _clock_hour(hour: int, part: str | None, fixed: bool) -> int:
