@@ -15,6 +15,7 @@ from . import en_periods
 from .calendar import Hit
 from .compose import Atom, Atoms, Ctx, Rule, compose, run_rules
 from .en_words import (
+    COUPLE as _COUPLE,
     FEST_RX as _FEST_RX,
     FESTIVALS as _FESTIVALS,
     MONTH,
@@ -39,7 +40,7 @@ _RX = {
     "ago": re.compile(r"\b(?P<n>" + NUMW + r")\s+(?P<u>days?|weeks?|months?|years?|hours?)\s+(?:ago|back|before now)\b", _I),
     "later": re.compile(r"\b(?:in\s+(?P<n1>" + NUMW + r")\s+(?P<u1>days?|weeks?)|(?P<n2>" + NUMW
                         + r")\s+(?P<u2>days?|weeks?)\s+from\s+(?:now|today))\b", _I),
-    "few_days": re.compile(r"\b(?:the other day|a few days ago|several days ago|a couple of days back)\b", _I),
+    "few_days": re.compile(r"\b(?:the other day|a few days ago|several days ago)\b", _I),
     "dayword": re.compile(
         r"\b(?:(?P<dby>(?:the\s+)?day\s+before\s+yesterday)|(?P<dat>(?:the\s+)?day\s+after\s+tomorrow)"
         r"|(?P<yd>yesterday)|(?P<td>today|earlier today)|(?P<tm>tomorrow)|(?P<tn>tonight|tonite)"
@@ -113,7 +114,9 @@ def _rolling(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     pre = m.group("pre").lower()
     if not m.group("n") and unit != "hour" and (pre == "previous" or (pre == "last" and not m.group("the"))):
         return
-    if unit in ("month", "year"):
+    if unit == "day" and re.sub(r"\s+", " ", m.group("n") or "").lower() in _COUPLE:
+        out.range(m, cal.calendar_days_back(c.now, 2), "rolling")  # the same rule as 这两天
+    elif unit in ("month", "year"):
         out.range(m, cal.rolling_months(c.now, n * (12 if unit == "year" else 1)), "rolling")
     else:
         out.range(m, cal.rolling(c.now, timedelta(**{unit + "s": n})), "rolling")
@@ -136,6 +139,8 @@ def _ago(m: re.Match[str], c: Ctx, out: Atoms) -> None:
         return
     if unit == "day" and raw in ("few", "a few", "several"):
         _few_days(m, c, out)
+    elif unit != "hour" and re.sub(r"\s+", " ", raw) in _COUPLE:
+        out.range(m, cal.couple_ago(c.tz, today, unit), "ago")
     elif unit == "day":
         out.day(m, today - timedelta(days=n), "ago")
     elif unit == "week":
@@ -164,7 +169,7 @@ def _later(m: re.Match[str], c: Ctx, out: Atoms) -> None:
 
 # dayword group -> (days from today, part of day)
 _DAYWORDS = {"dby": (-2, None), "dat": (2, None), "yd": (-1, None), "td": (0, None), "tm": (1, None),
-             "tn": (0, "evening"), "ln": (-1, "evening")}
+             "tn": (0, "night"), "ln": (-1, "night")}
 
 
 def _dayword(m: re.Match[str], c: Ctx, out: Atoms) -> None:

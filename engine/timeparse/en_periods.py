@@ -95,7 +95,7 @@ def _ago_anchor(m: re.Match[str], c: Ctx, out: Atoms) -> None:
 
 
 def _night_before_last(m: re.Match[str], c: Ctx, out: Atoms) -> None:
-    out.day(m, c.today - timedelta(days=2), "day", part="evening")
+    out.day(m, c.today - timedelta(days=2), "day", part="night")
 
 
 def _weekends_ago(m: re.Match[str], c: Ctx, out: Atoms) -> None:

@@ -1,6 +1,6 @@
 """Chinese rule grammar.
 
-The product conventions (ISO weeks, 18–24 evenings, Sat–Mon weekends, "most
+The product conventions (ISO weeks, 18–05 nights, Sat–Mon weekends, "most
 recent not after today" for dates without a year, rolling windows in absolute
 time) differ from jionlp's defaults in many places, so every family the
 conventions name is handled here; jionlp is only a fallback for the long tail
@@ -30,15 +30,16 @@ _DAY_WORDS = {
     "昨儿个": (-1, None), "昨儿": (-1, None), "今天": (0, None), "今日": (0, None),
     "今儿个": (0, None), "今儿": (0, None), "明天": (1, None), "明日": (1, None),
     "明儿": (1, None), "后天": (2, None), "大后天": (3, None),
-    "今早": (0, "morning"), "今晨": (0, "morning"), "今晚": (0, "evening"), "今夜": (0, "evening"),
-    "昨晚": (-1, "evening"), "昨夜": (-1, "evening"), "明早": (1, "morning"), "明晚": (1, "evening"),
+    "今早": (0, "morning"), "今晨": (0, "morning"), "今晚": (0, "night"), "今夜": (0, "night"),
+    "昨晚": (-1, "night"), "昨夜": (-1, "night"), "明早": (1, "morning"), "明晚": (1, "night"),
 }
 
+# 晚上 and 夜里 are one night, 18:00 to 05:00 (昨晚两点才睡 is 02:00 today); 清晨 is dawn only.
 _PART_WORDS = {
-    "凌晨": "early", "早上": "morning", "早晨": "morning", "清晨": "morning", "上午": "morning",
+    "凌晨": "early", "清晨": "dawn", "早上": "morning", "早晨": "morning", "上午": "morning",
     "中午": "noon", "正午": "noon", "下午": "afternoon", "午后": "afternoon",
-    "傍晚": "evening", "晚上": "evening", "夜里": "evening", "夜晚": "evening", "晚间": "evening",
-    "夜间": "evening",
+    "傍晚": "dusk", "黄昏": "dusk", "晚上": "night", "夜里": "night", "夜晚": "night", "晚间": "night",
+    "夜间": "night", "半夜": "night", "深夜": "night",
 }
 
 _FESTIVALS = {
@@ -140,9 +141,9 @@ def _rolling_vague(m: re.Match[str], c: Ctx, out: Atoms) -> None:
         out.range(m, cal.days_range(c.tz, today - timedelta(days=7), today - timedelta(days=1)), "few_days_ago")
     elif w == "前两天":
         # "a couple of days ago": the three calendar days before today.
-        out.range(m, cal.days_range(c.tz, today - timedelta(days=3), today - timedelta(days=1)), "few_days_ago")
+        out.range(m, cal.couple_ago(c.tz, today, "day"), "few_days_ago")
     elif w == "这两天":
-        out.range(m, cal.rolling(c.now, timedelta(days=3)), "rolling")
+        out.range(m, cal.calendar_days_back(c.now, 2), "rolling")
     elif w in ("前些日子", "前阵子", "前段时间"):
         out.range(m, cal.rolling(c.now, timedelta(days=30)), "rolling")
     else:

@@ -118,7 +118,8 @@ def _same_day(tz: tzinfo, today: date, unit: str, back: int, spread: int) -> tup
 
 
 def _fuzzy_ago(m: re.Match[str], tz: tzinfo, today: date) -> tuple[datetime, datetime] | None:
-    """半个月前 = the 7 days around today−15; N多<unit>前 = between N+1 and N units back."""
+    """半个月前 = the 7 days around today−15; N多<unit>前 = more than N and less than N+1 units
+    back, both ends open as in 十多天 = 11–19 days (exactly one month back is 一个月前)."""
     if m.group("half"):
         return cal.days_range(tz, today - timedelta(days=18), today - timedelta(days=12))
     n = cn_int(m.group("n"))
@@ -131,9 +132,9 @@ def _fuzzy_ago(m: re.Match[str], tz: tzinfo, today: date) -> tuple[datetime, dat
             return None
         return cal.days_range(tz, today - timedelta(days=n + 9), today - timedelta(days=n + 1))
     if unit in ("周", "星期", "礼拜"):
-        return cal.days_range(tz, today - timedelta(weeks=n + 1), today - timedelta(weeks=n))
-    if unit == "月":
+        lo, hi = today - timedelta(weeks=n + 1), today - timedelta(weeks=n)
+    elif unit == "月":
         lo, hi = cal.same_day_shifted(today, months=-(n + 1)), cal.same_day_shifted(today, months=-n)
     else:
         lo, hi = cal.same_day_shifted(today, years=-(n + 1)), cal.same_day_shifted(today, years=-n)
-    return cal.days_range(tz, lo, hi)
+    return cal.days_range(tz, lo + timedelta(days=1), hi - timedelta(days=1))
