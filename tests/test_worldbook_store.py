@@ -116,23 +116,34 @@ class TestSemantic:
 
 
 class TestReload:
-    def test_an_edit_shows_at_the_next_call_and_only_changed_keys_are_embedded(self, tmp_path, counting):
+    def test_an_edit_shows_at_the_next_call_and_only_changed_texts_are_embedded(self, tmp_path, counting):
         folder = tmp_path / "agent/data_base"
         write(folder / "a.yaml", "重庆: 山城\n成都: 天府\n")
         write(folder / "b.yaml", "小月: 橘猫\n")
         store = make(tmp_path, counting)
-        assert sorted(counting.texts) == ["小月", "成都", "重庆"]
+        # Each key, and each entry's content opening (what the entry is about).
+        assert sorted(counting.texts) == ["小月", "小月: 橘猫", "成都", "成都: 天府", "重庆", "重庆: 山城"]
         assert [h.text for h in build_prompt(store, counting, "去重庆")] == ["重庆: 山城"]
 
         counting.texts.clear()
         write(folder / "a.yaml", "重庆: 雾都，桥很多\n成都: 天府\n西安: 古都\n")
         hits = build_prompt(store, counting, "去重庆")
         assert [h.text for h in hits] == ["重庆: 雾都，桥很多"]
-        # Only the new key was embedded (plus the query pieces the orchestrator embeds itself).
-        assert [t for t in counting.texts if t != "去重庆"] == ["西安"]
+        # Only the new key and the changed openings (plus the query pieces the orchestrator embeds itself).
+        assert sorted(t for t in counting.texts if t != "去重庆") == ["西安", "西安: 古都", "重庆: 雾都，桥很多"]
 
         counting.texts.clear()
         write(folder / "b.yaml", "小月: 橘猫，很胖\n")  # description only: no key changed
+        assert [h.text for h in build_prompt(store, counting, "小月呢")] == ["小月: 橘猫，很胖"]
+        assert counting.texts == ["小月: 橘猫，很胖", "小月呢"]
+
+    def test_without_content_rows_a_description_edit_embeds_nothing(self, tmp_path, counting):
+        folder = tmp_path / "agent/data_base"
+        write(folder / "b.yaml", "小月: 橘猫\n")
+        store = make(tmp_path, counting, semantic_content=False)
+        assert counting.texts == ["小月"]
+        counting.texts.clear()
+        write(folder / "b.yaml", "小月: 橘猫，很胖\n")
         assert [h.text for h in build_prompt(store, counting, "小月呢")] == ["小月: 橘猫，很胖"]
         assert counting.texts == ["小月呢"]
 
@@ -195,7 +206,8 @@ class TestVectorCache:
         assert store.status().semantic_keys == 3
         cached = list((tmp_path / "agent/.cache/world_book").rglob("*.npy"))
         assert len(cached) == 1
-        assert np.load(cached[0], allow_pickle=False).shape == (3, counting.dim)
+        # Three keys and the openings of the two entries matched by meaning.
+        assert np.load(cached[0], allow_pickle=False).shape == (5, counting.dim)
 
     def test_a_corrupt_cache_file_is_rebuilt(self, tmp_path, counting):
         write(tmp_path / "agent/data_base/w.yaml", BOOK)
@@ -204,7 +216,7 @@ class TestVectorCache:
         cached.write_bytes(b"not numpy")
         counting.texts.clear()
         store = make(tmp_path, counting)
-        assert sorted(counting.texts) == ["下雨天", "天气", "火锅"]
+        assert sorted(counting.texts) == sorted(["下雨天", "天气", "火锅", "重庆火锅以牛油锅底闻名。", "这个城市一下雨就会起雾。"])
         assert len(build_prompt(store, counting, "今天外面雨好大")) == 1
 
     def test_stale_cache_files_are_pruned(self, tmp_path, counting):

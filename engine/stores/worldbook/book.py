@@ -23,6 +23,7 @@ from engine.fileio import content_hash
 from engine.stores.worldbook.matcher import KeywordMatcher
 from engine.stores.worldbook.model import BookError, Entry, format_errors
 from engine.stores.worldbook.parse import DEFAULT_LIMITS, Limits, ParsedFile, parse_bytes
+from engine.stores.worldbook.semantic import CONTENT_CHARS
 from engine.stores.worldbook.vectors import KeyVectors
 
 log = logging.getLogger(__name__)
@@ -68,11 +69,12 @@ class FileState:
     entries: tuple[Entry, ...] = ()
     errors: tuple[BookError, ...] = ()
     keys: tuple[str, ...] = ()
-    """Unique semantic keys of `entries`, in order; rows of `vectors`."""
+    """Unique texts embedded for `entries` (semantic keys, then content openings), in order;
+    rows of `vectors`."""
     vectors: np.ndarray | None = None
-    rows: tuple[np.ndarray, np.ndarray, tuple[str, ...]] | None = None
-    """Index rows of this file (vectors, local entry index, key), kept until entries or vectors
-    change, so a rebuild after an edit elsewhere only concatenates."""
+    rows: tuple[np.ndarray, np.ndarray, tuple[str, ...], np.ndarray] | None = None
+    """Index rows of this file (vectors, local entry index, text, is-content), kept until entries
+    or vectors change, so a rebuild after an edit elsewhere only concatenates."""
 
 
 @dataclass(frozen=True)
@@ -85,16 +87,23 @@ class Snapshot:
     row_entry: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     """For each index row, the entry it belongs to."""
     row_key: tuple[str, ...] = ()
+    """For each index row, the key (or content opening) it embeds."""
+    row_content: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    """For each index row, whether it embeds the entry's content rather than a key."""
     constants: tuple[int, ...] = ()
 
 
 class Book:
     """The world-book folder of one character, kept current by `refresh()`."""
 
-    def __init__(self, folder: Path, *, vectors: KeyVectors | None, limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self, folder: Path, *, vectors: KeyVectors | None, limits: Limits = DEFAULT_LIMITS, content: bool = True
+    ) -> None:
         self.folder = Path(folder)
         self._vectors = vectors
         self.limits = limits
+        self.content = content
+        """Embed each semantic entry's content opening as one more row (see `semantic.py`)."""
         self._files: dict[Path, FileState] = {}
         self._lock = threading.Lock()
         self.snapshot = Snapshot()
@@ -155,7 +164,7 @@ class Book:
             kept = f"; keeping its last good version ({len(state.entries)} entries)" if state.entries else ""
             log.warning("world book: %s is invalid%s:\n%s", state.path, kept, format_errors(parsed.errors))
             return
-        keys = tuple(dict.fromkeys(k for e in parsed.entries if e.enabled for k in e.semantic_keys))
+        keys = tuple(dict.fromkeys(t for e in parsed.entries for t, _ in semantic_texts(e, self.content)))
         if keys != state.keys:
             self._retire(state)
             state.vectors = None  # recomputed by _embed_missing, reusing vectors of known keys
@@ -195,17 +204,19 @@ class Book:
         blocks: list[np.ndarray] = []
         row_entry: list[np.ndarray] = []
         row_key: list[str] = []
+        row_content: list[np.ndarray] = []
         for state in self._files.values():
             base = len(entries)
             entries.extend(state.entries)
             if state.vectors is None or not state.keys:
                 continue
             if state.rows is None:
-                state.rows = _file_rows(state)
-            vectors, local, keys = state.rows
+                state.rows = _file_rows(state, self.content)
+            vectors, local, keys, content = state.rows
             blocks.append(vectors)
             row_entry.append(local + base)
             row_key.extend(keys)
+            row_content.append(content)
         index = None
         if blocks:
             matrix = np.ascontiguousarray(np.concatenate(blocks), dtype=np.float32)
@@ -217,6 +228,7 @@ class Book:
             index=index,
             row_entry=np.concatenate(row_entry) if row_entry else np.zeros(0, dtype=np.int64),
             row_key=tuple(row_key),
+            row_content=np.concatenate(row_content) if row_content else np.zeros(0, dtype=bool),
             constants=tuple(i for i, e in enumerate(entries) if e.constant and e.enabled),
         )
         self.reloads += 1
@@ -225,11 +237,22 @@ class Book:
         return [e for s in self._files.values() for e in s.errors]
 
 
-def _file_rows(state: FileState) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
-    """One row per (enabled entry, semantic key) of a file: its vector, entry index and key."""
+def semantic_texts(entry: Entry, content: bool) -> list[tuple[str, bool]]:
+    """(text, is content) embedded for an entry: its semantic keys, then its content's opening."""
+    if not entry.semantic_keys:
+        return []
+    out = [(k, False) for k in entry.semantic_keys]
+    if content:
+        out.append((entry.content[:CONTENT_CHARS], True))
+    return out
+
+
+def _file_rows(state: FileState, content: bool) -> tuple[np.ndarray, np.ndarray, tuple[str, ...], np.ndarray]:
+    """One row per (enabled entry, semantic text) of a file: its vector, entry index, text, kind."""
     assert state.vectors is not None
     slot = {k: i for i, k in enumerate(state.keys)}
-    pairs = [(i, k) for i, e in enumerate(state.entries) if e.enabled for k in e.semantic_keys]
-    vectors = state.vectors[[slot[k] for _, k in pairs]]
-    local = np.fromiter((i for i, _ in pairs), dtype=np.int64, count=len(pairs))
-    return vectors, local, tuple(k for _, k in pairs)
+    rows = [(i, t, c) for i, e in enumerate(state.entries) for t, c in semantic_texts(e, content)]
+    vectors = state.vectors[[slot[t] for _, t, _ in rows]]
+    local = np.fromiter((i for i, _, _ in rows), dtype=np.int64, count=len(rows))
+    kinds = np.fromiter((c for _, _, c in rows), dtype=bool, count=len(rows))
+    return vectors, local, tuple(t for _, t, _ in rows), kinds

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from engine.adapters.embedder import Embedder, thresholds_for
+from engine.errors import EmbedderError
 from engine.adapters.jio import split_sentences
 from engine.config import WorldBookConfig
 from engine.paths import CharacterPaths
@@ -25,8 +26,9 @@ from engine.prompts import Prompts
 from engine.stores.base import Hit, Message, Query, Turn
 from engine.stores.worldbook.book import Book, Snapshot
 from engine.stores.worldbook.matcher import RegexBudget, secondary_ok
-from engine.stores.worldbook.model import BookError
+from engine.stores.worldbook.model import BookError, Entry
 from engine.stores.worldbook.parse import Limits
+from engine.stores.worldbook.semantic import BACKGROUND, CALIBRATED, Calibration, agreement, baselines
 from engine.stores.worldbook.vectors import KeyVectors
 from engine.tokens import count_tokens
 
@@ -83,9 +85,18 @@ class WorldBookStore:
         self.prompts = prompts
         self.budget_tokens = budget_tokens
         self.threshold = thresholds_for(embedder, self.name, config.threshold) if config.semantic else 1.0
+        self.calibration = _calibration(config, embedder.model_id)
+        """The margin decision; None when an absolute `threshold` decides (configured, or no
+        calibration is known for this embedder)."""
         self.vectors = KeyVectors(embedder, paths.cache_dir / "world_book") if config.semantic else None
         limits = Limits(max_file_bytes=config.max_file_kb * 1024, max_entry_chars=config.max_entry_chars)
-        self.book = Book(paths.world_book_dir, vectors=self.vectors, limits=limits)
+        self.book = Book(paths.world_book_dir, vectors=self.vectors, limits=limits, content=config.semantic_content)
+        # The baseline words' vectors, cached apart from the books' (whose cache is pruned to them).
+        self._background_cache = (
+            KeyVectors(embedder, paths.cache_dir / "world_book_baseline") if self.calibration and config.semantic else None
+        )
+        self._background: np.ndarray | None = None
+        self._background_error: str | None = None
         self._tokens: dict[str, int] = {}
         # Regex keys that ran out of time, by (file, line, key): how often, for `problems()`.
         self._slow: dict[tuple[str, int, str], int] = {}
@@ -94,6 +105,8 @@ class WorldBookStore:
         """Prompts on which the regex budget ran out before every regex key was tried."""
         if config.enabled:
             self.book.refresh()
+            if self._background_cache is not None:
+                self._background_vectors()
 
     # -- Store protocol --------------------------------------------------------------------
     def query_texts(self, message: str, recent: Sequence[Message]) -> list[str]:
@@ -142,6 +155,8 @@ class WorldBookStore:
         out = [str(e) for e in self.book.errors()]
         if self.book.embed_error:
             out.append(f"semantic matching degraded: {self.book.embed_error}")
+        if self._background_error:
+            out.append(f"semantic matching off (baseline words not embedded): {self._background_error}")
         live = {(e.file, k.line, k.text) for e in self.book.snapshot.entries for k in e.keys + e.secondary_keys}
         with self._slow_lock:
             slow = [(where, n) for where, n in self._slow.items() if where in live]
@@ -165,7 +180,7 @@ class WorldBookStore:
             files=len(files),
             files_loaded=sum(1 for f in files if f.entries),
             entries=len(snap.entries),
-            semantic_keys=len(snap.row_key),
+            semantic_keys=int((~snap.row_content).sum()),
             errors=tuple(self.book.errors()),
             embed_error=self.book.embed_error,
         )
@@ -214,25 +229,56 @@ class WorldBookStore:
         if snap.index is None or vectors is None or not len(texts):
             return
         vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(texts), -1)
-        # Several rows can belong to one entry (one per key), so look a little further than top_k.
+        base = np.zeros(len(texts), dtype=np.float32)
+        if self.calibration is not None:
+            background = self._background_vectors()
+            if background is None:
+                return  # no baseline, no margin: keywords still work; problems() says why
+            base = baselines(vectors, background)
+        # Several rows can belong to one entry (keys and content), so look a little further than top_k.
         k = min(snap.index.ntotal, self.config.top_k * 4)
         scores, rows = snap.index.search(vectors, k)
-        best: dict[int, tuple[float, str, str]] = {}
-        for p, piece in enumerate(texts):
+        best: dict[int, tuple[float, float, int, int]] = {}  # entry -> (decision value, cosine, piece, row)
+        for p in range(len(texts)):
             for score, row in zip(scores[p].tolist(), rows[p].tolist()):
-                if row < 0:
+                i = int(snap.row_entry[row]) if row >= 0 else -1
+                if i < 0 or i in active:
                     continue
-                i = int(snap.row_entry[row])
-                entry = snap.entries[i]
-                needed = entry.threshold if entry.threshold is not None else self.threshold
-                if i in active or score < needed:
-                    continue
-                if i not in best or score > best[i][0]:
-                    best[i] = (score, piece, snap.row_key[row])
+                value, why = self._decide(snap.entries[i], query.message, score, float(base[p]))
+                if why is not None and (i not in best or value > best[i][0]):
+                    best[i] = (value, score, p, row, why)
         ranked = sorted(best.items(), key=lambda item: -item[1][0])[: self.config.top_k]
-        for i, (score, piece, key) in ranked:
-            reason = f'piece "{piece}" ~ key "{key}" {score:.3f}'
-            active[i] = _Active(i, "semantic", score, reason, {"key": key, "piece": piece})
+        for i, (value, score, p, row, why) in ranked:
+            what = "content" if snap.row_content[row] else f'key "{snap.row_key[row]}"'
+            reason = f'piece "{texts[p]}" ~ {what} {score:.3f}{why}'
+            meta: dict[str, Any] = {"key": snap.row_key[row], "piece": texts[p], "matched": what,
+                                    "decision": round(value, 4)}
+            active[i] = _Active(i, "semantic", score, reason, meta)
+
+    def _decide(self, entry: Entry, message: str, score: float, baseline: float) -> tuple[float, str | None]:
+        """(decision value, why it fires or None) for one row's cosine. An entry's own `threshold`,
+        or a configured absolute one, compares the cosine; otherwise the calibrated margin decides."""
+        if entry.threshold is not None or self.calibration is None:
+            needed = entry.threshold if entry.threshold is not None else self.threshold
+            return score, (f" >= {needed:g}" if score >= needed else None)
+        cal = self.calibration
+        margin = score - baseline
+        shared = agreement(message, _entry_text(entry)) if cal.lexical_weight else 0
+        value = margin + cal.lexical_weight * shared
+        if value < cal.margin:
+            return value, None
+        words = f" + {shared} shared word{'s' if shared != 1 else ''}" if shared else ""
+        return value, f": {margin:+.3f} over the piece's baseline{words}"
+
+    def _background_vectors(self) -> np.ndarray | None:
+        if self._background is None and self._background_cache is not None:
+            try:
+                self._background = self._background_cache.vectors(BACKGROUND)
+                self._background_error = None
+            except EmbedderError as exc:
+                self._background_error = str(exc)
+                log.warning("world book: cannot embed the baseline words, semantic matching is off for now: %s", exc)
+        return self._background
 
     def _recurse(
         self, snap: Snapshot, active: dict[int, _Active], matched_secondary: dict[int, set[str]], budget: RegexBudget
@@ -291,6 +337,21 @@ class WorldBookStore:
         if n is None:
             n = self._tokens[text] = count_tokens(text)
         return n
+
+
+def _calibration(config: WorldBookConfig, model_id: str) -> Calibration | None:
+    if config.threshold is not None:
+        return None  # the operator asked for one absolute cosine
+    known = CALIBRATED.get(model_id)
+    margin = config.margin if config.margin is not None else (known.margin if known else None)
+    if margin is None:
+        return None  # no calibration for this embedder: its default absolute threshold decides
+    weight = config.lexical_weight if config.lexical_weight is not None else (known.lexical_weight if known else 0.0)
+    return Calibration(margin=margin, lexical_weight=weight)
+
+
+def _entry_text(entry: Entry) -> str:
+    return " ".join(k.text for k in entry.keys if k.regex is None) + " " + entry.content
 
 
 def _text_of(content: Any) -> str:
