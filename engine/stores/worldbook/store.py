@@ -90,7 +90,8 @@ class WorldBookStore:
         calibration is known for this embedder)."""
         self.vectors = KeyVectors(embedder, paths.cache_dir / "world_book") if config.semantic else None
         limits = Limits(max_file_bytes=config.max_file_kb * 1024, max_entry_chars=config.max_entry_chars)
-        self.book = Book(paths.world_book_dir, vectors=self.vectors, limits=limits, content=config.semantic_content)
+        self.book = Book(paths.world_book_dir, vectors=self.vectors, limits=limits, content=config.semantic_content,
+                         check_interval_s=config.check_interval_s)
         # The baseline words' vectors, cached apart from the books' (whose cache is pruned to them).
         self._background_cache = (
             KeyVectors(embedder, paths.cache_dir / "world_book_baseline") if self.calibration and config.semantic else None
@@ -104,7 +105,7 @@ class WorldBookStore:
         self._budget_spent = 0
         """Prompts on which the regex budget ran out before every regex key was tried."""
         if config.enabled:
-            self.book.refresh()
+            self.book.refresh(force=True)
             if self._background_cache is not None:
                 self._background_vectors()
 
@@ -143,13 +144,17 @@ class WorldBookStore:
     def record(self, turn: Turn) -> None:
         """Nothing to write: the world book is edited by its authors."""
 
+    def forget(self, user_id: str, turn_id: str) -> int:
+        """Nothing to undo: no turn ever changes the world book (0 things removed)."""
+        return 0
+
     def close(self) -> None:
         """Nothing is held open: the vector cache is written when computed, files are read whole."""
 
     # -- extras for the service and the CLI ------------------------------------------------
     def refresh(self) -> bool:
-        """Re-read changed files now; True when the active entries changed."""
-        return self.book.refresh()
+        """Re-read changed files now (not throttled); True when the active entries changed."""
+        return self.book.refresh(force=True)
 
     def problems(self) -> list[str]:
         out = [str(e) for e in self.book.errors()]
@@ -172,7 +177,7 @@ class WorldBookStore:
         return out
 
     def status(self) -> BookStatus:
-        self.book.refresh()
+        self.book.refresh(force=True)
         files = self.book.files
         snap = self.book.snapshot
         return BookStatus(
