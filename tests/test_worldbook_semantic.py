@@ -129,7 +129,7 @@ class TestDegraded:
     def test_without_baseline_words_semantic_matching_waits_and_keywords_work(self, tmp_path, embedder):
         flaky = QueriesOnly(embedder)
         flaky.down = True
-        store = demo_store(tmp_path, flaky)
+        store = demo_store(tmp_path, flaky, check_interval_s=0)  # retry embedding at the next prompt
         assert [h.meta["kind"] for h in ask(store, flaky, "缆车几点开？那个撑船的老爷爷呢")] == ["keyword"]
         assert "semantic matching off (baseline words not embedded): connection refused" in store.problems()
         flaky.down = False

@@ -1,10 +1,11 @@
 """The loaded book: which files are in the folder, their last good entries, and a search snapshot.
 
 `refresh()` is cheap when nothing changed (one `scandir` and a stat per file), re-parses only
-files whose stat changed and whose bytes really differ, and re-embeds only keys that no loaded
-file had before. Readers never lock: each refresh that changes something builds a new immutable
-`Snapshot` (entries, keyword automaton, FAISS index) and swaps the reference, so a search that
-is running keeps using the snapshot it started with.
+files whose stat changed and whose bytes really differ, and re-embeds only texts that no loaded
+file had before. Readers never lock: each refresh that changes something swaps in a new immutable
+`Snapshot`, so a search that is running keeps using the one it started with. The changed files
+become one new small segment; segments merge geometrically (`segments.py`), so a book that grows
+one key at a time costs O(log n) per key, not O(book).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import logging
 import os
 import threading
 import time
-from dataclasses import dataclass, field
+from collections import ChainMap
+from dataclasses import dataclass
 from pathlib import Path
 
 import faiss
@@ -21,9 +23,9 @@ import numpy as np
 
 from engine.errors import EmbedderError
 from engine.fileio import content_hash
-from engine.stores.worldbook.matcher import KeywordMatcher
 from engine.stores.worldbook.model import BookError, Entry, format_errors
 from engine.stores.worldbook.parse import DEFAULT_LIMITS, Limits, ParsedFile, parse_bytes
+from engine.stores.worldbook.segments import EntryTable, Rows, Segment, Snapshot, grow
 from engine.stores.worldbook.semantic import CONTENT_CHARS
 from engine.stores.worldbook.vectors import KeyVectors
 
@@ -73,25 +75,16 @@ class FileState:
     """Unique texts embedded for `entries` (semantic keys, then content openings), in order;
     rows of `vectors`."""
     vectors: np.ndarray | None = None
-    rows: tuple[np.ndarray, np.ndarray, tuple[str, ...], np.ndarray] | None = None
-    """Index rows of this file (vectors, local entry index, text, is-content), kept until entries
-    or vectors change, so a rebuild after an edit elsewhere only concatenates."""
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """Everything a search needs, immutable once built."""
-
-    entries: tuple[Entry, ...] = ()
-    matcher: KeywordMatcher = field(default_factory=lambda: KeywordMatcher(()))
-    index: faiss.Index | None = None
-    row_entry: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    """For each index row, the entry it belongs to."""
-    row_key: tuple[str, ...] = ()
-    """For each index row, the key (or content opening) it embeds."""
-    row_content: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    """For each index row, whether it embeds the entry's content rather than a key."""
+    version: int = 0
+    """The file version whose entries are in the search segments (0: none yet)."""
+    indices: range = range(0)
+    """Global indices of `entries` under `version`."""
+    stale: bool = True
+    """Entries or vectors changed since `version` was indexed: index a new version."""
     constants: tuple[int, ...] = ()
+    """Global indices of its enabled constant entries (under `version`)."""
+    key_rows: int = 0
+    """Semantic rows of its keys in the index (content openings not counted)."""
 
 
 class Book:
@@ -118,11 +111,19 @@ class Book:
         """Embed each semantic entry's content opening as one more row (see `semantic.py`)."""
         self._files: dict[Path, FileState] = {}
         self._lock = threading.Lock()
+        self._table = EntryTable()
+        self._versions = 0
         self.snapshot = Snapshot()
         self.embed_error: str | None = None
-        # Vectors of keys from replaced or deleted file versions, reusable by the next embedding
+        # Every embedded text of the loaded files, with how many files use it, so an embedding
+        # pass looks up known texts without walking the whole book.
+        self._known: dict[str, np.ndarray] = {}
+        self._uses: dict[str, int] = {}
+        # Vectors of texts from replaced or deleted file versions, reusable by the next embedding
         # pass (an edited file keeps its unchanged keys; a renamed file embeds nothing).
         self._retired: dict[str, np.ndarray] = {}
+        self._since_prune = -1
+        """Files whose texts changed since the vector cache was last pruned (-1: never pruned)."""
         self.reloads = 0
         """Snapshots built so far (each one after at least one file changed)."""
 
@@ -189,8 +190,7 @@ class Book:
         if keys != state.keys:
             self._retire(state)
             state.vectors = None  # recomputed by _embed_missing, reusing vectors of known keys
-        state.entries, state.errors, state.keys = parsed.entries, (), keys
-        state.rows = None
+        state.entries, state.errors, state.keys, state.stale = parsed.entries, (), keys, True
 
     def _embed_missing(self) -> bool:
         if self._vectors is None:
@@ -198,59 +198,69 @@ class Book:
         pending = [s for s in self._files.values() if s.vectors is None]
         if not pending:
             return False
-        known: dict[str, np.ndarray] = dict(self._retired)
-        for other in self._files.values():
-            if other.vectors is not None:
-                known.update(zip(other.keys, other.vectors))
+        known = ChainMap(self._known, self._retired)
         try:
             for state in pending:
                 state.vectors = self._vectors.vectors(state.keys, known)
-                state.rows = None
-                known.update(zip(state.keys, state.vectors))
+                state.stale = True
+                for text, vector in zip(state.keys, state.vectors):
+                    self._known[text] = vector
+                    self._uses[text] = self._uses.get(text, 0) + 1
         except EmbedderError as exc:
             # Keyword triggers keep working; semantic search of these files waits for the next try.
             self.embed_error = str(exc)
             log.warning("world book: embedding keys failed, semantic search is incomplete: %s", exc)
             return True
         self.embed_error = None
-        self._vectors.prune(s.keys for s in self._files.values())
+        # Amortised: a full prune walks every file, so only after as many files changed.
+        if self._since_prune < 0 or self._since_prune >= len(self._files):
+            self._vectors.prune(s.keys for s in self._files.values())
+            self._since_prune = 0
         return True
 
     def _retire(self, state: FileState) -> None:
-        if state.vectors is not None:
-            self._retired.update(zip(state.keys, state.vectors))
+        if state.vectors is None:
+            return
+        self._since_prune += 1
+        for text, vector in zip(state.keys, state.vectors):
+            self._retired[text] = vector
+            left = self._uses.get(text, 0) - 1
+            if left > 0:
+                self._uses[text] = left
+            else:
+                self._uses.pop(text, None)
+                self._known.pop(text, None)
 
     def _rebuild(self) -> None:
-        entries: list[Entry] = []
-        blocks: list[np.ndarray] = []
-        row_entry: list[np.ndarray] = []
-        row_key: list[str] = []
-        row_content: list[np.ndarray] = []
-        for state in self._files.values():
-            base = len(entries)
-            entries.extend(state.entries)
-            if state.vectors is None or not state.keys:
-                continue
-            if state.rows is None:
-                state.rows = _file_rows(state, self.content)
-            vectors, local, keys, content = state.rows
-            blocks.append(vectors)
-            row_entry.append(local + base)
-            row_key.extend(keys)
-            row_content.append(content)
-        index = None
-        if blocks:
-            matrix = np.ascontiguousarray(np.concatenate(blocks), dtype=np.float32)
-            index = faiss.IndexFlatIP(matrix.shape[1])
-            index.add(matrix)
+        states = [s for s in self._files.values() if s.entries]
+        alive = sum(len(s.entries) for s in states)
+        if len(self._table.entries) > 2 * alive + 1000:
+            # Mostly dead entries: start a new table (O(book), after at least as many edits).
+            self._table = EntryTable()
+            for s in states:
+                s.stale = True
+            previous: tuple[Segment, ...] = ()
+        else:
+            previous = self.snapshot.segments
+        fresh = [s for s in states if s.stale]
+        for s in fresh:
+            self._versions += 1
+            s.version, s.stale = self._versions, False
+            s.indices = self._table.add(s.entries, s.version)
+            s.constants = tuple(i for i, e in zip(s.indices, s.entries) if e.constant and e.enabled)
+            s.key_rows = _key_rows(s, self.content) if s.vectors is not None else 0
+        new = None
+        if fresh:
+            rows = Rows.concat([_file_rows(s, self.content) for s in fresh if s.vectors is not None])
+            new = Segment.build(self._table, [i for s in fresh for i in s.indices], rows)
+        live = frozenset(s.version for s in states)
         self.snapshot = Snapshot(
-            entries=tuple(entries),
-            matcher=KeywordMatcher(entries),
-            index=index,
-            row_entry=np.concatenate(row_entry) if row_entry else np.zeros(0, dtype=np.int64),
-            row_key=tuple(row_key),
-            row_content=np.concatenate(row_content) if row_content else np.zeros(0, dtype=bool),
-            constants=tuple(i for i, e in enumerate(entries) if e.constant and e.enabled),
+            table=self._table,
+            segments=grow(previous, self._table, new, live, alive),
+            live=live,
+            count=alive,
+            key_rows=sum(s.key_rows for s in states),
+            constants=tuple(i for s in states for i in s.constants),
         )
         self.reloads += 1
 
@@ -268,12 +278,20 @@ def semantic_texts(entry: Entry, content: bool) -> list[tuple[str, bool]]:
     return out
 
 
-def _file_rows(state: FileState, content: bool) -> tuple[np.ndarray, np.ndarray, tuple[str, ...], np.ndarray]:
-    """One row per (enabled entry, semantic text) of a file: its vector, entry index, text, kind."""
+def _key_rows(state: FileState, content: bool) -> int:
+    return sum(1 for e in state.entries for _, c in semantic_texts(e, content) if not c)
+
+
+def _file_rows(state: FileState, content: bool) -> Rows:
+    """One row per (entry, semantic text) of a file version: its vector, global entry, text, kind."""
     assert state.vectors is not None
     slot = {k: i for i, k in enumerate(state.keys)}
-    rows = [(i, t, c) for i, e in enumerate(state.entries) for t, c in semantic_texts(e, content)]
-    vectors = state.vectors[[slot[t] for _, t, _ in rows]]
-    local = np.fromiter((i for i, _, _ in rows), dtype=np.int64, count=len(rows))
-    kinds = np.fromiter((c for _, _, c in rows), dtype=bool, count=len(rows))
-    return vectors, local, tuple(t for _, t, _ in rows), kinds
+    rows = [(g, t, c) for g, e in zip(state.indices, state.entries) for t, c in semantic_texts(e, content)]
+    if not rows:
+        return Rows.empty(state.vectors.shape[1])
+    return Rows(
+        np.ascontiguousarray(state.vectors[[slot[t] for _, t, _ in rows]], dtype=np.float32),
+        np.fromiter((g for g, _, _ in rows), dtype=np.int64, count=len(rows)),
+        tuple(t for _, t, _ in rows),
+        np.fromiter((c for _, _, c in rows), dtype=bool, count=len(rows)),
+    )

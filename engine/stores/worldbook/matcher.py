@@ -58,7 +58,7 @@ class KeyMatch:
     """One key found in one text."""
 
     entry: int
-    """Index of the entry in the snapshot's entry tuple."""
+    """The entry's index (its global index in the book)."""
     key: str
     """The key as the author wrote it."""
     secondary: bool
@@ -99,11 +99,12 @@ _Ref = tuple[int, str, bool, bool, bool, bool]
 class KeywordMatcher:
     """All keys of a set of entries; `scan(text)` returns every key found in `text`."""
 
-    def __init__(self, entries: Sequence[Entry]) -> None:
+    def __init__(self, entries: Sequence[Entry], *, indices: Sequence[int] | None = None) -> None:
+        """`indices`: the number each entry is reported under (default: its position)."""
         self._automaton = ahocorasick.Automaton()
         refs: dict[str, list[_Ref]] = {}
         self._regexes: list[tuple[int, Key, bool]] = []
-        for i, entry in enumerate(entries):
+        for i, entry in zip(indices if indices is not None else range(len(entries)), entries):
             if not entry.enabled:
                 continue
             whole, cs = entry.whole_words, entry.case_sensitive
@@ -129,8 +130,9 @@ class KeywordMatcher:
         """Number of keys (plain and regex) the matcher holds."""
 
     @property
-    def regex_keys(self) -> tuple[Key, ...]:
-        return tuple(key for _, key, _ in self._regexes)
+    def regex_entries(self) -> tuple[tuple[int, Key], ...]:
+        """(entry index, key) of every regex key."""
+        return tuple((i, key) for i, key, _ in self._regexes)
 
     def scan(self, text: str, budget: RegexBudget | None = None) -> list[KeyMatch]:
         """Each (entry, key) found in `text` once, at its first acceptable position.

@@ -115,7 +115,7 @@ class WorldBookStore:
         if not (self.config.enabled and self.config.semantic):
             return []
         self.book.refresh()
-        if self.book.snapshot.index is None or not message.strip():
+        if not self.book.snapshot.searchable or not message.strip():
             return []
         pieces = list(dict.fromkeys(split_sentences(message)))
         return pieces[: self.config.max_pieces]
@@ -125,7 +125,7 @@ class WorldBookStore:
             return []
         self.book.refresh()
         snap = self.book.snapshot
-        if not snap.entries:
+        if not snap.count:
             return []
         active: dict[int, _Active] = {}
         for i in snap.constants:
@@ -162,7 +162,7 @@ class WorldBookStore:
             out.append(f"semantic matching degraded: {self.book.embed_error}")
         if self._background_error:
             out.append(f"semantic matching off (baseline words not embedded): {self._background_error}")
-        live = {(e.file, k.line, k.text) for e in self.book.snapshot.entries for k in e.keys + e.secondary_keys}
+        live = {(e.file, k.line, k.text) for e, k in self.book.snapshot.regex_keys()}
         with self._slow_lock:
             slow = [(where, n) for where, n in self._slow.items() if where in live]
             spent = self._budget_spent
@@ -184,8 +184,8 @@ class WorldBookStore:
             folder=str(self.book.folder),
             files=len(files),
             files_loaded=sum(1 for f in files if f.entries),
-            entries=len(snap.entries),
-            semantic_keys=int((~snap.row_content).sum()),
+            entries=snap.count,
+            semantic_keys=snap.key_rows,
             errors=tuple(self.book.errors()),
             embed_error=self.book.embed_error,
         )
@@ -214,14 +214,14 @@ class WorldBookStore:
         """Activate entries whose primary key is in `texts` and whose secondary logic holds."""
         first: dict[int, tuple[str, str]] = {}
         for label, text in texts:
-            for m in snap.matcher.scan(text, budget):
+            for m in snap.scan(text, budget):
                 if m.secondary:
                     matched_secondary.setdefault(m.entry, set()).add(m.key)
                 elif m.entry not in active and m.entry not in first:
                     first[m.entry] = (m.key, label)
         new = []
         for i, (key, label) in first.items():
-            if not secondary_ok(snap.entries[i], matched_secondary.get(i, ())):
+            if not secondary_ok(snap.entry(i), matched_secondary.get(i, ())):
                 continue
             kind = "recursion" if depth else "keyword"
             reason = f'key "{key}" in {label}' + (f" (recursion {depth})" if depth else "")
@@ -231,7 +231,7 @@ class WorldBookStore:
 
     def _semantic(self, snap: Snapshot, query: Query, active: dict[int, _Active]) -> None:
         texts, vectors = query.pieces.get(self.name, ((), None))
-        if snap.index is None or vectors is None or not len(texts):
+        if not snap.searchable or vectors is None or not len(texts):
             return
         vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(texts), -1)
         base = np.zeros(len(texts), dtype=np.float32)
@@ -241,23 +241,20 @@ class WorldBookStore:
                 return  # no baseline, no margin: keywords still work; problems() says why
             base = baselines(vectors, background)
         # Several rows can belong to one entry (keys and content), so look a little further than top_k.
-        k = min(snap.index.ntotal, self.config.top_k * 4)
-        scores, rows = snap.index.search(vectors, k)
-        best: dict[int, tuple[float, float, int, int]] = {}  # entry -> (decision value, cosine, piece, row)
-        for p in range(len(texts)):
-            for score, row in zip(scores[p].tolist(), rows[p].tolist()):
-                i = int(snap.row_entry[row]) if row >= 0 else -1
-                if i < 0 or i in active:
+        found = snap.search(vectors, self.config.top_k * 4)
+        best: dict[int, tuple[float, float, int, str, bool, str]] = {}
+        for p, rows in enumerate(found):
+            for score, i, text, is_content in rows:
+                if i in active:
                     continue
-                value, why = self._decide(snap.entries[i], query.message, score, float(base[p]))
+                value, why = self._decide(snap.entry(i), query.message, score, float(base[p]))
                 if why is not None and (i not in best or value > best[i][0]):
-                    best[i] = (value, score, p, row, why)
+                    best[i] = (value, score, p, text, is_content, why)
         ranked = sorted(best.items(), key=lambda item: -item[1][0])[: self.config.top_k]
-        for i, (value, score, p, row, why) in ranked:
-            what = "content" if snap.row_content[row] else f'key "{snap.row_key[row]}"'
+        for i, (value, score, p, text, is_content, why) in ranked:
+            what = "content" if is_content else f'key "{text}"'
             reason = f'piece "{texts[p]}" ~ {what} {score:.3f}{why}'
-            meta: dict[str, Any] = {"key": snap.row_key[row], "piece": texts[p], "matched": what,
-                                    "decision": round(value, 4)}
+            meta: dict[str, Any] = {"key": text, "piece": texts[p], "matched": what, "decision": round(value, 4)}
             active[i] = _Active(i, "semantic", score, reason, meta)
 
     def _decide(self, entry: Entry, message: str, score: float, baseline: float) -> tuple[float, str | None]:
@@ -290,7 +287,7 @@ class WorldBookStore:
     ) -> None:
         frontier = list(active)
         for depth in range(1, self.config.recursion_depth + 1):
-            texts = [(f"entry {snap.entries[i].uid}", snap.entries[i].content) for i in frontier]
+            texts = [(f"entry {snap.entry(i).uid}", snap.entry(i).content) for i in frontier]
             frontier = self._keywords(snap, texts, active, matched_secondary, budget, depth=depth)
             if not frontier:
                 return
@@ -308,21 +305,22 @@ class WorldBookStore:
             if len(self._slow) > 1000:
                 self._slow.clear()  # bounded: problems() re-learns the ones still timing out
             for i, key in budget.timed_out:
-                where = (snap.entries[i].file, key.line, key.text)
+                where = (snap.entry(i).file, key.line, key.text)
                 self._slow[where] = self._slow.get(where, 0) + 1
                 if self._slow[where] == 1:
                     log.warning("world book: %s:%d: regex key %r timed out and was skipped", *where)
 
     # -- ranking and budget ----------------------------------------------------------------
     def _ranked(self, snap: Snapshot, active: dict[int, _Active]) -> list[Hit]:
-        def sort_key(a: _Active) -> tuple[int, int, float, int, int]:
+        def sort_key(a: _Active) -> tuple[int, int, float, int, str, int]:
             pinned = 0 if a.kind == "constant" else 1
-            return (pinned, -snap.entries[a.entry].order, -a.score, _RANK[a.kind], a.entry)
+            entry = snap.entry(a.entry)
+            return (pinned, -entry.order, -a.score, _RANK[a.kind], entry.file, entry.line)
 
         hits: list[Hit] = []
         used = 0
         for a in sorted(active.values(), key=sort_key):
-            entry = snap.entries[a.entry]
+            entry = snap.entry(a.entry)
             tokens = self._count(entry.content)
             pinned = a.kind == "constant"
             if not pinned and used + tokens > self.budget_tokens:
