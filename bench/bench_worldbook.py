@@ -113,8 +113,8 @@ def growth(embedder, total: int, marks: tuple[int, ...], per_file: int = 100) ->
         (root / "data_base").mkdir()
         store = make_store(root, HashPassages(embedder), check_interval_s=0)
         lines: list[str] = []
-        start = time.perf_counter()
-        last, last_n = start, 0
+        start, cpu0 = time.perf_counter(), time.process_time()
+        last, last_cpu, last_n = start, cpu0, 0
         for n in range(total):
             if n % per_file == 0:
                 lines = []
@@ -122,11 +122,13 @@ def growth(embedder, total: int, marks: tuple[int, ...], per_file: int = 100) ->
             (root / "data_base" / f"grow{n // per_file:05d}.yaml").write_text("".join(lines), encoding="utf-8")
             store.refresh()
             if n + 1 in marks:
-                now = time.perf_counter()
+                now, cpu = time.perf_counter(), time.process_time()
                 snap = store.book.snapshot
-                print(f"  {n + 1:>6} keys: {now - start:7.1f} s in all, {(now - last) / (n + 1 - last_n) * 1000:5.2f} ms "
-                      f"per key since {last_n} ({len(snap.segments)} segments, {snap.count} entries)")
-                last, last_n = now, n + 1
+                added = n + 1 - last_n
+                print(f"  {n + 1:>6} keys: {now - start:7.1f} s in all (CPU {cpu - cpu0:6.1f} s); per key since "
+                      f"{last_n}: {(now - last) / added * 1000:5.2f} ms (CPU {(cpu - last_cpu) / added * 1000:5.2f} ms); "
+                      f"{len(snap.segments)} segments")
+                last, last_cpu, last_n = now, cpu, n + 1
 
 
 def make_store(root: Path, embedder, *, semantic: bool = True, check_interval_s: float = 1.0) -> WorldBookStore:

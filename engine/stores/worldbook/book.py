@@ -39,9 +39,10 @@ faiss.omp_set_num_threads(1)
 StatKey = tuple[int, int, int, int]
 
 
-def book_files(folder: Path) -> dict[Path, StatKey]:
-    """The folder's world-book files (not hidden, not in subfolders) and their stat signatures."""
-    out: dict[Path, StatKey] = {}
+def book_files(folder: Path) -> dict[str, StatKey]:
+    """The folder's world-book files (not hidden, not in subfolders) by path, with their stat
+    signatures, in name order. Plain strings: this runs on every check, for every file."""
+    out: dict[str, StatKey] = {}
     try:
         items = list(os.scandir(folder))
     except FileNotFoundError:
@@ -57,7 +58,7 @@ def book_files(folder: Path) -> dict[Path, StatKey]:
             continue  # vanished between scandir and stat; the next refresh sees the truth
         # mtime alone can miss two writes within one clock tick; size, ctime and inode catch
         # most of those, and an atomic replace always changes the inode.
-        out[Path(item.path)] = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+        out[item.path] = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
     return dict(sorted(out.items()))
 
 
@@ -109,7 +110,7 @@ class Book:
         self.limits = limits
         self.content = content
         """Embed each semantic entry's content opening as one more row (see `semantic.py`)."""
-        self._files: dict[Path, FileState] = {}
+        self._files: dict[str, FileState] = {}
         self._lock = threading.Lock()
         self._table = EntryTable()
         self._versions = 0
@@ -161,7 +162,7 @@ class Book:
                 self._rebuild()
             return changed
 
-    def _reread(self, path: Path, stat: StatKey, state: FileState | None) -> bool:
+    def _reread(self, path: str, stat: StatKey, state: FileState | None) -> bool:
         try:
             with open(path, "rb") as f:
                 # Never more than one byte past the size cap: a huge file is reported, not read.
@@ -172,9 +173,9 @@ class Book:
         if state is not None and content_hash(data) == state.digest:
             state.stat = stat  # touched or rewritten with the same bytes: nothing to parse
             return False
-        parsed = parse_bytes(data, path=path, limits=self.limits)
+        parsed = parse_bytes(data, path=Path(path), limits=self.limits)
         if state is None:
-            state = self._files[path] = FileState(path, stat, parsed.digest)
+            state = self._files[path] = FileState(Path(path), stat, parsed.digest)
         state.stat, state.digest = stat, parsed.digest
         self._apply(state, parsed)
         return True
