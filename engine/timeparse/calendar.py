@@ -109,8 +109,20 @@ def valid_date(year: int, month: int, day: int) -> date | None:
     return date(year, month, day)
 
 
+# A date or festival named without a year means the coming one when it is at most this many days
+# ahead (十月十号 asked on October 5th, Christmas on December 20th); otherwise the most recent one.
+# Its last occurrence is then a year back, which people mark (去年, last); a bare day-of-month
+# (15号) is not covered: its last occurrence is only a month back and often left unmarked.
+NEAR_DAYS = 7
+
+
 def recent_date(today: date, month: int, day: int) -> date | None:
-    """Most recent month/day not after today; Feb 29 searches back to a leap year."""
+    """Month/day without a year: the coming one within NEAR_DAYS, else the most recent not after
+    today; Feb 29 searches back to a leap year."""
+    for year in (today.year, today.year + 1):
+        coming = valid_date(year, month, day)
+        if coming is not None and today < coming <= today + timedelta(days=NEAR_DAYS):
+            return coming
     for year in range(today.year, today.year - 9, -1):
         d = valid_date(year, month, day)
         if d is not None and d <= today:
@@ -167,14 +179,17 @@ def month_week_range(tz: tzinfo, year: int, month: int, n: int) -> Range | None:
     """Week n of a month = days 7n−6 … 7n (n = −1: the month's last 7 days).
 
     Day-based rather than ISO weeks so "the first week of October" never starts in
-    September; weeks 5 is the month's remaining 1–3 days.
+    September; week 5 is the month's remaining 1–3 days. A February of 28 days has no week 5:
+    the whole month is returned, as for a day the month lacks (上个月31号).
     """
     last = _stdcal.monthrange(year, month)[1]
     if n == -1:
         return days_range(tz, date(year, month, last - 6), date(year, month, last))
     first = 7 * n - 6
-    if not 1 <= first <= last:
+    if first < 1:
         return None
+    if first > last:
+        return month_range(tz, year, month)
     return days_range(tz, date(year, month, first), date(year, month, min(7 * n, last)))
 
 
@@ -182,3 +197,23 @@ def same_day_shifted(today: date, *, years: int = 0, months: int = 0) -> date:
     """The same calendar day N years / months back or ahead (Feb 29 / the 31st clamp to month end)."""
     y, m = shift_month(today.year + years, today.month, months)
     return date(y, m, min(today.day, _stdcal.monthrange(y, m)[1]))
+
+
+def calendar_days_back(now: datetime, days: int) -> Range:
+    """Today and the `days` calendar days before it, up to now: 这两天 / "the past couple of days"
+    (never cuts the first day in half the way a rolling 48 hours would)."""
+    tz = now.tzinfo
+    assert tz is not None
+    return at(tz, now.date() - timedelta(days=days)), now
+
+
+def couple_ago(tz: tzinfo, today: date, unit: str) -> Range:
+    """'a couple of <unit>s ago' / 前两天: between one and three units back, as calendar days
+    (a couple is rarely exactly two)."""
+    if unit == "day":
+        return days_range(tz, today - timedelta(days=3), today - timedelta(days=1))
+    if unit == "week":
+        return days_range(tz, today - timedelta(weeks=3), today - timedelta(weeks=1))
+    if unit == "month":
+        return days_range(tz, same_day_shifted(today, months=-3), same_day_shifted(today, months=-1))
+    return days_range(tz, same_day_shifted(today, years=-3), same_day_shifted(today, years=-1))

@@ -10,19 +10,25 @@ one place makes both languages agree on precedence and on range inheritance
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta, tzinfo
 
 from .calendar import Hit, at, day_range, shift_month, valid_date
 
-# Parts of day: (start hour, end hour) on the day they attach to.
+# Parts of day: (start hour, end hour) on the day they attach to; past 24 is the next morning.
 PARTS: dict[str, tuple[int, int]] = {
-    "early": (0, 5),
-    "morning": (5, 12),
-    "noon": (11, 13),
+    "early": (0, 5),       # 凌晨
+    "dawn": (5, 9),        # 清晨
+    "morning": (5, 12),    # 早上 上午, morning
+    "noon": (11, 13),      # 中午, noon
     "afternoon": (12, 18),
-    "evening": (18, 24),
+    "dusk": (16, 20),      # 傍晚 黄昏: sunset moves from ~17:00 to ~19:30 over a year
+    "evening": (18, 24),   # "evening" (English)
+    "night": (18, 29),     # 晚上 夜里 昨晚, night, last night: until 05:00, where 凌晨 ends
 }
+# Parts whose small clock hours belong to the next morning: 晚上一点, "last night at 1".
+_LATE = ("evening", "night")
 
 
 @dataclass(frozen=True)
@@ -68,10 +74,46 @@ class Atoms(list[Atom]):
         self.append(Atom(m.start(), m.end(), "day", day=d, kind_name=name, **kw))  # type: ignore[arg-type]
 
 
+@dataclass(frozen=True)
+class Ctx:
+    """What every rule needs besides its match: the text and the moment it is read at."""
+
+    text: str
+    now: datetime
+    tz: tzinfo
+    today: date
+
+
+Handler = Callable[[re.Match[str], Ctx, Atoms], None]
+Rule = tuple[re.Pattern[str], Handler]
+"""A grammar is a table of rules: every match of the pattern is handed to the handler, which
+adds zero or more atoms. Rules are small and independent; `compose` glues their atoms."""
+
+
+def run_rules(rules: Sequence[Rule], text: str, now: datetime) -> Atoms:
+    tz = now.tzinfo
+    assert tz is not None
+    ctx = Ctx(text, now, tz, now.date())
+    out = Atoms()
+    for pattern, handler in rules:
+        for m in pattern.finditer(text):
+            handler(m, ctx, out)
+    return out
+
+
 def _clock_hour(hour: int, part: str | None, fixed: bool) -> int:
+    """The hour on the part's day (past 23 = the next day): 下午三点 15, 晚上一点 25, 中午一点 13."""
+    if part in _LATE:
+        # Midnight ends the night (晚上12点, "last night at 12am"); 0–4 o'clock are the small
+        # hours after it, written by the day before (昨晚两点才睡 = 02:00 today).
+        if hour in (0, 12) and (not fixed or hour == 0):
+            return 24
+        if hour < 5:
+            return hour + 24
+        return hour if fixed or hour >= 12 else hour + 12
     if fixed or part is None:
         return hour
-    if part in ("afternoon", "evening") and hour < 12:
+    if part in ("afternoon", "dusk") and hour < 12:
         return hour + 12
     if part == "noon" and hour <= 5:
         return hour + 12
@@ -203,11 +245,16 @@ def _inherit(a: Atom, b: Atom) -> Atom:
     return b
 
 
-def _inherit_left(a: Atom, b: Atom) -> Atom:
+def _inherit_left(a: Atom, b: Atom, today: date) -> Atom:
     """The left end of a range takes what it left out from a more specific right end.
 
     'from the 10th to the 15th of last month': the day-of-month takes the right end's month.
     """
+    if a.kind == "day" and a.bare_weekday is not None and b.kind == "day" and b.bare_weekday is not None:
+        # 从周一到周三 / "Monday to Wednesday": the span starts on the most recent such weekday
+        # before today, so asked on a Monday it is last week's Monday to Wednesday (a span
+        # starting today has nothing to recall yet); asked on Tuesday, this week's.
+        return replace(a, day=today - timedelta(days=(today.weekday() - a.bare_weekday) % 7 or 7))
     if a.kind == "day" and a.bare_weekday is not None and b.kind == "day" and b.day is not None \
             and b.bare_weekday is None:
         # "Monday to Wednesday last week": the bare weekday is the one on or before the right end.
@@ -261,15 +308,16 @@ def compose(
                 units[i + 1] = _same_month(a, units[i + 1])
                 if a.kind == "daynum" and units[i + 1].month is not None:
                     # "the 10th and the 12th of last month": the listed day takes the later month.
-                    a = units[i] = replace(_inherit_left(a, units[i + 1]), alone_ok=True)
+                    a = units[i] = replace(_inherit_left(a, units[i + 1], today), alone_ok=True)
             b = units[i + 1]
             m = connector.fullmatch(text[a.e : b.s])
             if m is not None:
                 pre = range_prefix.search(text[: a.s])
                 needs_prefix = bool(m.groupdict().get("needs_prefix"))
                 if not needs_prefix or pre is not None:
-                    ra = resolve(replace(_inherit_left(a, b), alone_ok=True), tz, today)
-                    rb = resolve(replace(_inherit(a, b), alone_ok=True), tz, today)
+                    left = _inherit_left(a, b, today)
+                    ra = resolve(replace(left, alone_ok=True), tz, today)
+                    rb = resolve(replace(_inherit(left, b), alone_ok=True), tz, today)
                     if ra is not None and rb is not None and rb[1] > ra[0]:
                         s = pre.start() if pre is not None else a.s
                         hits.append(Hit((s, b.e), ra[0], rb[1], "range", lang))

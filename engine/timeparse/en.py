@@ -8,13 +8,14 @@ a year, or a preposition/modifier in front.
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 
 from . import calendar as cal
 from . import en_periods
 from .calendar import Hit
-from .compose import Atom, Atoms, compose
+from .compose import Atom, Atoms, Ctx, Rule, compose, run_rules
 from .en_words import (
+    COUPLE as _COUPLE,
     FEST_RX as _FEST_RX,
     FESTIVALS as _FESTIVALS,
     MONTH,
@@ -39,7 +40,7 @@ _RX = {
     "ago": re.compile(r"\b(?P<n>" + NUMW + r")\s+(?P<u>days?|weeks?|months?|years?|hours?)\s+(?:ago|back|before now)\b", _I),
     "later": re.compile(r"\b(?:in\s+(?P<n1>" + NUMW + r")\s+(?P<u1>days?|weeks?)|(?P<n2>" + NUMW
                         + r")\s+(?P<u2>days?|weeks?)\s+from\s+(?:now|today))\b", _I),
-    "few_days": re.compile(r"\b(?:the other day|a few days ago|several days ago|a couple of days back)\b", _I),
+    "few_days": re.compile(r"\b(?:the other day|a few days ago|several days ago)\b", _I),
     "dayword": re.compile(
         r"\b(?:(?P<dby>(?:the\s+)?day\s+before\s+yesterday)|(?P<dat>(?:the\s+)?day\s+after\s+tomorrow)"
         r"|(?P<yd>yesterday)|(?P<td>today|earlier today)|(?P<tm>tomorrow)|(?P<tn>tonight|tonite)"
@@ -103,240 +104,173 @@ def _offset(p: str) -> int:
             "next": 1, "the coming": 1}[p]
 
 
-def atoms(text: str, now: datetime) -> list[Atom]:
-    tz = now.tzinfo
-    assert tz is not None
-    today = now.date()
-    out = Atoms()
-    rng, day = out.range, out.day
-
-    for m in _RX["rolling"].finditer(text):
-        unit = m.group("u").lower().rstrip("s")
-        n = _num(m.group("n"))
-        if n is None or n == 0:
-            continue
-        # "last week" / "last month" are calendar periods; "the last week" and
-        # "past week" are rolling windows.
-        pre = m.group("pre").lower()
-        if not m.group("n") and unit != "hour" and (pre == "previous" or (pre == "last" and not m.group("the"))):
-            continue
-        if unit == "day":
-            rng(m, cal.rolling(now, timedelta(days=n)), "rolling")
-        elif unit == "hour":
-            rng(m, cal.rolling(now, timedelta(hours=n)), "rolling")
-        elif unit == "week":
-            rng(m, cal.rolling(now, timedelta(weeks=n)), "rolling")
-        elif unit == "month":
-            rng(m, cal.rolling_months(now, n), "rolling")
-        else:
-            rng(m, cal.rolling_months(now, 12 * n), "rolling")
-
-    for m in _RX["recent"].finditer(text):
-        rng(m, cal.rolling(now, timedelta(days=7)), "recent")
-
-    for m in _RX["few_days"].finditer(text):
-        rng(m, cal.days_range(tz, today - timedelta(days=7), today - timedelta(days=1)), "few_days_ago")
-
-    for m in _RX["ago"].finditer(text):
-        raw = m.group("n").lower()
-        unit = m.group("u").lower().rstrip("s")
-        n = _num(raw)
-        if n is None:
-            continue
-        if unit == "day" and raw in ("few", "a few", "several"):
-            rng(m, cal.days_range(tz, today - timedelta(days=7), today - timedelta(days=1)), "few_days_ago")
-        elif unit == "day":
-            day(m, today - timedelta(days=n), "ago")
-        elif unit == "week":
-            rng(m, cal.week_range(tz, today, -n), "ago", period="week")
-        elif unit == "month":
-            rng(m, cal.month_range(tz, *cal.shift_month(today.year, today.month, -n)), "ago", period="month")
-        elif unit == "year":
-            rng(m, cal.year_range(tz, today.year - n), "ago")
-        else:
-            # "N hours ago": a two-hour window around the moment.
-            s, _ = cal.rolling(now, timedelta(hours=n + 1))
-            e, _ = cal.rolling(now, timedelta(hours=max(n - 1, 0)))
-            rng(m, (s, e), "ago")
-
-    for m in _RX["later"].finditer(text):
-        n = _num(m.group("n1") or m.group("n2"))
-        unit = (m.group("u1") or m.group("u2")).lower().rstrip("s")
-        if n is None:
-            continue
-        if unit == "day":
-            day(m, today + timedelta(days=n), "later")
-        else:
-            rng(m, cal.week_range(tz, today, n), "later")
-
-    for m in _RX["dayword"].finditer(text):
-        g = m.lastgroup
-        if g == "dby":
-            day(m, today - timedelta(days=2), "day")
-        elif g == "dat":
-            day(m, today + timedelta(days=2), "day")
-        elif g == "yd":
-            day(m, today - timedelta(days=1), "day")
-        elif g == "td":
-            day(m, today, "day")
-        elif g == "tm":
-            day(m, today + timedelta(days=1), "day")
-        elif g == "tn":
-            day(m, today, "day", part="evening")
-        elif g == "ln":
-            day(m, today - timedelta(days=1), "day", part="evening")
-        elif g == "tp":
-            day(m, today, "day", part=_PARTS[m.group("tp").lower()])
-
-    for m in _RX["week"].finditer(text):
-        if m.group("two_back"):
-            rng(m, cal.week_range(tz, today, -2), "week", period="week")
-        elif m.group("two_fwd"):
-            rng(m, cal.week_range(tz, today, 2), "week", period="week")
-        else:
-            rng(m, cal.week_range(tz, today, _offset(m.group("p"))), "week", period="week")
-
-    for m in _RX["weekend"].finditer(text):
-        p = re.sub(r"\s+", " ", (m.group("p") or "").lower())
-        if m.group("wb"):
-            rng(m, cal.weekend_of_week(tz, today, -2), "weekend")
-        elif p in ("last", "the previous"):
-            rng(m, cal.weekend_of_week(tz, today, -1), "weekend")
-        elif p == "this":
-            rng(m, cal.weekend_of_week(tz, today, 0), "weekend")
-        elif p in ("next", "this coming"):
-            rng(m, cal.weekend_of_week(tz, today, 1 if today.weekday() < 5 or p == "next" else 1), "weekend")
-        else:
-            rng(m, cal.recent_weekend(tz, today), "weekend", bare_weekday=5)
-
-    for m in _RX["weekday"].finditer(text):
-        word = m.group("wd").lower()
-        p = re.sub(r"\s+", " ", (m.group("p") or "").lower())
-        if word in _WEEKDAYS:
-            wd = _WEEKDAYS[word]
-        elif p:
-            wd = _WD_ABBR[word]
-        else:
-            continue  # "sat", "sun", "wed" alone are ordinary words
-        if m.group("wk"):
-            day(m, cal.weekday_in_week(today, _offset(m.group("wk")), wd), "weekday")
-        elif p in ("last", "the previous", "this past"):
-            day(m, cal.weekday_before(today, wd), "weekday")
-        elif p == "this":
-            day(m, cal.weekday_in_week(today, 0, wd), "weekday")
-        elif p == "next":
-            day(m, cal.weekday_in_week(today, 1, wd), "weekday")
-        elif p == "this coming":
-            day(m, cal.weekday_after(today, wd), "weekday")
-        else:
-            day(m, cal.weekday_not_after(today, wd), "weekday", bare_weekday=wd)
-
-    for m in _RX["month_rel"].finditer(text):
-        off = -2 if m.group("two_back") else _offset(m.group("p"))
-        rng(m, cal.month_range(tz, *cal.shift_month(today.year, today.month, off)), "month", period="month")
-
-    for m in _RX["year_rel"].finditer(text):
-        off = -2 if m.group("two_back") else _offset(m.group("p"))
-        rng(m, cal.year_range(tz, today.year + off), "year")
-
-    for m in _RX["year"].finditer(text):
-        rng(m, cal.year_range(tz, int(m.group("y"))), "year", s=m.start("y"))
-
-    for rx in ("md", "dm"):
-        for m in _RX[rx].finditer(text):
-            _date_atom(m, today, out)
-
-    for m in _RX["md_range"].finditer(text):
-        month = _MONTHS[m.group("m").lower()]
-        d1, d2 = int(m.group("d1")), int(m.group("d2"))
-        if m.group("c").lower() == "and" and not m.group("pre"):
-            continue
-        y = int(m.group("y")) if m.group("y") else None
-        first = cal.valid_date(y, month, d1) if y else cal.recent_date(today, month, d1)
-        if first is None or d2 < d1:
-            continue
-        last = cal.valid_date(first.year, month, d2)
-        if last is not None:
-            rng(m, cal.days_range(tz, first, last), "range")
-
-    for m in _RX["month_year"].finditer(text):
-        rng(m, cal.month_range(tz, int(m.group("y")), _MONTHS[m.group("m").lower()]), "month", period="month")
-
-    for m in _RX["month"].finditer(text):
-        _month_atom(m, text, today, out, tz)
-
-    for m in _RX["iso"].finditer(text):
-        d = cal.valid_date(int(m.group("y")), int(m.group("m")), int(m.group("d")))
-        if d is not None:
-            day(m, d, "date")
-
-    for m in _RX["mdy"].finditer(text):
-        mo, dd = int(m.group("m")), int(m.group("d"))
-        if m.group("y"):
-            y = int(m.group("y"))
-            y = y + 2000 if y < 100 else y
-            d = cal.valid_date(y, mo, dd)
-        else:
-            d = cal.recent_date(today, mo, dd) if cal.valid_date(2000, mo, dd) else None
-        if d is not None:
-            day(m, d, "date", year_given=bool(m.group("y")), month=mo, dom=dd)
-
-    for m in _RX["ordinal"].finditer(text):
-        dd = int(m.group("d"))
-        if 1 <= dd <= 31:
-            # Alone only as "on the 3rd"; "the 3rd" / "3rd" need a month, a range or "around".
-            out.append(Atom(m.start(), m.end(), "daynum", day=cal.recent_day_of_month(today, dd), dom=dd,
-                            alone_ok=bool(m.group("on")), kind_name="day_of_month"))
-
-    for m in _RX["festival"].finditer(text):
-        key = _FESTIVALS[re.sub(r"\s+", " ", m.group("f").lower().replace("’", "'"))]
-        p = (m.group("p") or "").lower()
-        y = int(m.group("y")) if m.group("y") else (today.year if p == "this" else None)
-        mode = {"last": "last", "next": "next"}.get(p, "recent")
-        try:
-            d = festival_date(key, today, year=y, mode=mode)
-        except (ValueError, IndexError):
-            continue
-        day(m, d, "festival")
-
-    for m in _RX["part"].finditer(text):
-        out.append(Atom(m.start(), m.end(), "part", part=_PARTS[m.group("p").lower()], alone_ok=False,
-                        kind_name="part"))
-
-    for m in _RX["clock"].finditer(text):
-        _clock_atom(m, out)
-
-    for m in _RX["approx"].finditer(text):
-        # Glued onto the following day / day-of-month / clock by compose; alone it is nothing.
-        out.append(Atom(m.start(), m.end(), "approx", kind_name="approx"))
-
-    out.extend(en_periods.atoms(text, now))
-    _resolve_day_before(text, out)
-    return out
+def _rolling(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    unit = m.group("u").lower().rstrip("s")
+    n = _num(m.group("n"))
+    if n is None or n == 0:
+        return
+    # "last week" / "last month" are calendar periods; "the last week" and "past week" are
+    # rolling windows.
+    pre = m.group("pre").lower()
+    if not m.group("n") and unit != "hour" and (pre == "previous" or (pre == "last" and not m.group("the"))):
+        return
+    if unit == "day" and re.sub(r"\s+", " ", m.group("n") or "").lower() in _COUPLE:
+        out.range(m, cal.calendar_days_back(c.now, 2), "rolling")  # the same rule as 这两天
+    elif unit in ("month", "year"):
+        out.range(m, cal.rolling_months(c.now, n * (12 if unit == "year" else 1)), "rolling")
+    else:
+        out.range(m, cal.rolling(c.now, timedelta(**{unit + "s": n})), "rolling")
 
 
-def _date_atom(m: re.Match[str], today: date, out: list[Atom]) -> None:
+def _recent(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    out.range(m, cal.rolling(c.now, timedelta(days=7)), "recent")
+
+
+def _few_days(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    out.range(m, cal.days_range(c.tz, c.today - timedelta(days=7), c.today - timedelta(days=1)), "few_days_ago")
+
+
+def _ago(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    raw = m.group("n").lower()
+    unit = m.group("u").lower().rstrip("s")
+    n = _num(raw)
+    today = c.today
+    if n is None:
+        return
+    if unit == "day" and raw in ("few", "a few", "several"):
+        _few_days(m, c, out)
+    elif unit != "hour" and re.sub(r"\s+", " ", raw) in _COUPLE:
+        out.range(m, cal.couple_ago(c.tz, today, unit), "ago")
+    elif unit == "day":
+        out.day(m, today - timedelta(days=n), "ago")
+    elif unit == "week":
+        out.range(m, cal.week_range(c.tz, today, -n), "ago", period="week")
+    elif unit == "month":
+        out.range(m, cal.month_range(c.tz, *cal.shift_month(today.year, today.month, -n)), "ago", period="month")
+    elif unit == "year":
+        out.range(m, cal.year_range(c.tz, today.year - n), "ago")
+    else:
+        # "N hours ago": a two-hour window around the moment.
+        s, _ = cal.rolling(c.now, timedelta(hours=n + 1))
+        e, _ = cal.rolling(c.now, timedelta(hours=max(n - 1, 0)))
+        out.range(m, (s, e), "ago")
+
+
+def _later(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    n = _num(m.group("n1") or m.group("n2"))
+    unit = (m.group("u1") or m.group("u2")).lower().rstrip("s")
+    if n is None:
+        return
+    if unit == "day":
+        out.day(m, c.today + timedelta(days=n), "later")
+    else:
+        out.range(m, cal.week_range(c.tz, c.today, n), "later")
+
+
+# dayword group -> (days from today, part of day)
+_DAYWORDS = {"dby": (-2, None), "dat": (2, None), "yd": (-1, None), "td": (0, None), "tm": (1, None),
+             "tn": (0, "night"), "ln": (-1, "night")}
+
+
+def _dayword(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    g = m.lastgroup
+    if g == "tp":
+        out.day(m, c.today, "day", part=_PARTS[m.group("tp").lower()])
+    elif g in _DAYWORDS:
+        offset, part = _DAYWORDS[g]
+        out.day(m, c.today + timedelta(days=offset), "day", part=part)
+
+
+def _week(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    off = -2 if m.group("two_back") else 2 if m.group("two_fwd") else _offset(m.group("p"))
+    out.range(m, cal.week_range(c.tz, c.today, off), "week", period="week")
+
+
+def _weekend(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    p = re.sub(r"\s+", " ", (m.group("p") or "").lower())
+    offset = -2 if m.group("wb") else {"last": -1, "the previous": -1, "this": 0, "next": 1, "this coming": 1}.get(p)
+    if offset is None:
+        out.range(m, cal.recent_weekend(c.tz, c.today), "weekend", bare_weekday=5)
+    else:
+        out.range(m, cal.weekend_of_week(c.tz, c.today, offset), "weekend")
+
+
+def _weekday(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    word = m.group("wd").lower()
+    p = re.sub(r"\s+", " ", (m.group("p") or "").lower())
+    if word in _WEEKDAYS:
+        wd = _WEEKDAYS[word]
+    elif p:
+        wd = _WD_ABBR[word]
+    else:
+        return  # "sat", "sun", "wed" alone are ordinary words
+    today = c.today
+    if m.group("wk"):
+        out.day(m, cal.weekday_in_week(today, _offset(m.group("wk")), wd), "weekday")
+    elif p in ("last", "the previous", "this past"):
+        out.day(m, cal.weekday_before(today, wd), "weekday")
+    elif p in ("this", "next"):
+        out.day(m, cal.weekday_in_week(today, _offset(p), wd), "weekday")
+    elif p == "this coming":
+        out.day(m, cal.weekday_after(today, wd), "weekday")
+    else:
+        out.day(m, cal.weekday_not_after(today, wd), "weekday", bare_weekday=wd)
+
+
+def _month_rel(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    off = -2 if m.group("two_back") else _offset(m.group("p"))
+    ym = cal.shift_month(c.today.year, c.today.month, off)
+    out.range(m, cal.month_range(c.tz, *ym), "month", period="month")
+
+
+def _year_rel(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    off = -2 if m.group("two_back") else _offset(m.group("p"))
+    out.range(m, cal.year_range(c.tz, c.today.year + off), "year")
+
+
+def _year(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    out.range(m, cal.year_range(c.tz, int(m.group("y"))), "year", s=m.start("y"))
+
+
+def _date(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     month, dd = _MONTHS[m.group("m").lower()], int(m.group("d"))
     y = int(m.group("y")) if m.group("y") else None
-    d = cal.valid_date(y, month, dd) if y else cal.recent_date(today, month, dd)
+    d = cal.valid_date(y, month, dd) if y else cal.recent_date(c.today, month, dd)
     if d is not None:
-        out.append(Atom(m.start(), m.end(), "day", day=d, kind_name="date", year_given=y is not None,
-                        month=month, dom=dd))
+        out.day(m, d, "date", year_given=y is not None, month=month, dom=dd)
 
 
-def _month_atom(m: re.Match[str], text: str, today: date, out: list[Atom], tz: object) -> None:
+def _md_range(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    month = _MONTHS[m.group("m").lower()]
+    d1, d2 = int(m.group("d1")), int(m.group("d2"))
+    if m.group("c").lower() == "and" and not m.group("pre"):
+        return
+    y = int(m.group("y")) if m.group("y") else None
+    first = cal.valid_date(y, month, d1) if y else cal.recent_date(c.today, month, d1)
+    if first is None or d2 < d1:
+        return
+    last = cal.valid_date(first.year, month, d2)
+    if last is not None:
+        out.range(m, cal.days_range(c.tz, first, last), "range")
+
+
+def _month_year(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    out.range(m, cal.month_range(c.tz, int(m.group("y")), _MONTHS[m.group("m").lower()]), "month", period="month")
+
+
+def _month(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     word = m.group("m")
     low = word.lower()
     pre = re.sub(r"\s+", " ", (m.group("pre") or "").lower())
     if not pre:
         if low in ("may", "march"):
             # Capitalised mid-sentence reads as the month; "I may go" / "March on" do not.
-            before = text[: m.start()].rstrip()
+            before = c.text[: m.start()].rstrip()
             if not word[0].isupper() or not before or before[-1] in ".!?\n\"“":
                 return
         elif low not in _SAFE_MONTHS:
             return
-    month = _MONTHS[low]
+    month, today = _MONTHS[low], c.today
     if pre == "last":
         year = today.year if month < today.month else today.year - 1
     elif pre == "this":
@@ -345,12 +279,57 @@ def _month_atom(m: re.Match[str], text: str, today: date, out: list[Atom], tz: o
         year = today.year if month > today.month else today.year + 1
     else:
         year = cal.recent_month(today, month)
-    start, end = cal.month_range(tz, year, month)  # type: ignore[arg-type]
     s = m.start() if pre in ("last", "this", "next") else m.start("m")
-    out.append(Atom(s, m.end(), "range", start=start, end=end, kind_name="month", period="month"))
+    out.range(m, cal.month_range(c.tz, year, month), "month", s=s, period="month")
 
 
-def _clock_atom(m: re.Match[str], out: list[Atom]) -> None:
+def _iso(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    d = cal.valid_date(int(m.group("y")), int(m.group("m")), int(m.group("d")))
+    if d is not None:
+        out.day(m, d, "date")
+
+
+def _mdy(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    mo, dd = int(m.group("m")), int(m.group("d"))
+    if m.group("y"):
+        y = int(m.group("y"))
+        d = cal.valid_date(y + 2000 if y < 100 else y, mo, dd)
+    else:
+        d = cal.recent_date(c.today, mo, dd) if cal.valid_date(2000, mo, dd) else None
+    if d is not None:
+        out.day(m, d, "date", year_given=bool(m.group("y")), month=mo, dom=dd)
+
+
+def _ordinal(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    dd = int(m.group("d"))
+    if 1 <= dd <= 31:
+        # Alone only as "on the 3rd"; "the 3rd" / "3rd" need a month, a range or "around".
+        out.append(Atom(m.start(), m.end(), "daynum", day=cal.recent_day_of_month(c.today, dd), dom=dd,
+                        alone_ok=bool(m.group("on")), kind_name="day_of_month"))
+
+
+def _festival(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    key = _FESTIVALS[re.sub(r"\s+", " ", m.group("f").lower().replace("’", "'"))]
+    p = (m.group("p") or "").lower()
+    y = int(m.group("y")) if m.group("y") else (c.today.year if p == "this" else None)
+    mode = {"last": "last", "next": "next"}.get(p, "recent")
+    try:
+        d = festival_date(key, c.today, year=y, mode=mode)
+    except (ValueError, IndexError):
+        return
+    out.day(m, d, "festival")
+
+
+def _part(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    out.append(Atom(m.start(), m.end(), "part", part=_PARTS[m.group("p").lower()], alone_ok=False, kind_name="part"))
+
+
+def _approx(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    # Glued onto the following day / day-of-month / clock by compose; alone it is nothing.
+    out.append(Atom(m.start(), m.end(), "approx", kind_name="approx"))
+
+
+def _clock(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     if m.group("h") is not None:
         h = int(m.group("h"))
         ap = m.group("ap").lower().replace(".", "")
@@ -371,6 +350,41 @@ def _clock_atom(m: re.Match[str], out: list[Atom]) -> None:
         if h <= 23 and int(m.group("mi3")) < 60:
             out.append(Atom(m.start(), m.end(), "clock", hour=h, meridiem_fixed=h >= 13, alone_ok=False,
                             kind_name="clock"))
+
+
+RULES: list[Rule] = [
+    (_RX["rolling"], _rolling),
+    (_RX["recent"], _recent),
+    (_RX["few_days"], _few_days),
+    (_RX["ago"], _ago),
+    (_RX["later"], _later),
+    (_RX["dayword"], _dayword),
+    (_RX["week"], _week),
+    (_RX["weekend"], _weekend),
+    (_RX["weekday"], _weekday),
+    (_RX["month_rel"], _month_rel),
+    (_RX["year_rel"], _year_rel),
+    (_RX["year"], _year),
+    (_RX["md"], _date),
+    (_RX["dm"], _date),
+    (_RX["md_range"], _md_range),
+    (_RX["month_year"], _month_year),
+    (_RX["month"], _month),
+    (_RX["iso"], _iso),
+    (_RX["mdy"], _mdy),
+    (_RX["ordinal"], _ordinal),
+    (_RX["festival"], _festival),
+    (_RX["part"], _part),
+    (_RX["clock"], _clock),
+    (_RX["approx"], _approx),
+    *en_periods.RULES,
+]
+
+
+def atoms(text: str, now: datetime) -> list[Atom]:
+    out = run_rules(RULES, text, now)
+    _resolve_day_before(text, out)
+    return out
 
 
 def _resolve_day_before(text: str, out: list[Atom]) -> None:

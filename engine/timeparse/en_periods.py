@@ -14,7 +14,7 @@ import re
 from datetime import date, datetime, timedelta, tzinfo
 
 from . import calendar as cal
-from .compose import Atom, Atoms
+from .compose import Atom, Atoms, Ctx, Rule, run_rules
 from .en_words import MONTH, MONTHS, NUMS, NUMW, WD_ANY, WD_ABBR, WEEKDAYS
 
 _I = re.IGNORECASE
@@ -66,54 +66,74 @@ def _month_of(m: re.Match[str], today: date) -> tuple[int, int]:
     return year, month
 
 
+def _n(raw: str) -> int | None:
+    return int(raw) if raw.isdigit() else NUMS.get(raw.lower())
+
+
+def _month_part(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    word = (m.group("adj") or m.group("noun")).lower()
+    out.range(m, cal.month_part_range(c.tz, *_month_of(m, c.today), _PART_WORDS[word]), "month_part")
+
+
+def _month_week(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    out.range(m, cal.month_week_range(c.tz, *_month_of(m, c.today), _WEEK_N[m.group("n").lower()]), "month_week")
+
+
+def _same_time(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    unit = (m.group("u") or "year").lower()
+    back = 1 if m.group("rel") else (NUMS.get(m.group("n").lower()) or 1)
+    _same_day(m, c.tz, c.today, unit, back, m.group("what").lower() == "time", out)
+
+
+def _ago_anchor(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    n = _n(m.group("n"))
+    if n is None:
+        return
+    unit = m.group("u").lower().rstrip("s")
+    base = c.today - timedelta(days=1) if m.group("anchor").lower() == "yesterday" else c.today
+    _same_day(m, c.tz, base, unit, n, False, out)
+
+
+def _night_before_last(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    out.day(m, c.today - timedelta(days=2), "day", part="night")
+
+
+def _weekends_ago(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    n = _n(m.group("n"))
+    if n:
+        # Counted like "last weekend" (= 1 weekend ago): ISO-week weekends back.
+        out.range(m, cal.weekend_of_week(c.tz, c.today, -n), "weekend")
+
+
+def _weekday_before_last(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    word = m.group("wd").lower()
+    wd = WEEKDAYS.get(word, WD_ABBR.get(word))
+    if wd is not None:
+        out.day(m, cal.weekday_before(c.today, wd) - timedelta(days=7), "weekday")
+
+
+def _weekdays_ago(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    n = _n(m.group("n"))
+    if n:
+        # Counted like "last Friday" (= one Friday ago): the n-th such day strictly before today.
+        wd = WEEKDAYS[m.group("wd").lower()]
+        out.day(m, cal.weekday_before(c.today, wd) - timedelta(days=7 * (n - 1)), "weekday")
+
+
+RULES: list[Rule] = [
+    (_RX["month_part"], _month_part),
+    (_RX["month_week"], _month_week),
+    (_RX["same_time"], _same_time),
+    (_RX["ago_anchor"], _ago_anchor),
+    (_RX["night_before_last"], _night_before_last),
+    (_RX["weekends_ago"], _weekends_ago),
+    (_RX["weekday_before_last"], _weekday_before_last),
+    (_RX["weekdays_ago"], _weekdays_ago),
+]
+
+
 def atoms(text: str, now: datetime) -> list[Atom]:
-    tz = now.tzinfo
-    assert tz is not None
-    today = now.date()
-    out = Atoms()
-    rng, day = out.range, out.day
-
-    for m in _RX["month_part"].finditer(text):
-        word = (m.group("adj") or m.group("noun")).lower()
-        rng(m, cal.month_part_range(tz, *_month_of(m, today), _PART_WORDS[word]), "month_part")
-
-    for m in _RX["month_week"].finditer(text):
-        rng(m, cal.month_week_range(tz, *_month_of(m, today), _WEEK_N[m.group("n").lower()]), "month_week")
-
-    for m in _RX["same_time"].finditer(text):
-        unit = (m.group("u") or "year").lower()
-        back = 1 if m.group("rel") else (NUMS.get(m.group("n").lower()) or 1)
-        _same_day(m, tz, today, unit, back, m.group("what").lower() == "time", out)
-
-    for m in _RX["ago_anchor"].finditer(text):
-        n = NUMS.get(m.group("n").lower()) if not m.group("n").isdigit() else int(m.group("n"))
-        if n is None:
-            continue
-        unit = m.group("u").lower().rstrip("s")
-        base = today - timedelta(days=1) if m.group("anchor").lower() == "yesterday" else today
-        _same_day(m, tz, base, unit, n, False, out)
-
-    for m in _RX["night_before_last"].finditer(text):
-        day(m, today - timedelta(days=2), "day", part="evening")
-
-    for m in _RX["weekends_ago"].finditer(text):
-        n = NUMS.get(m.group("n").lower()) if not m.group("n").isdigit() else int(m.group("n"))
-        if n:
-            # Counted like "last weekend" (= 1 weekend ago): ISO-week weekends back.
-            rng(m, cal.weekend_of_week(tz, today, -n), "weekend")
-
-    for m in _RX["weekday_before_last"].finditer(text):
-        word = m.group("wd").lower()
-        wd = WEEKDAYS.get(word, WD_ABBR.get(word))
-        if wd is not None:
-            day(m, cal.weekday_before(today, wd) - timedelta(days=7), "weekday")
-
-    for m in _RX["weekdays_ago"].finditer(text):
-        n = NUMS.get(m.group("n").lower()) if not m.group("n").isdigit() else int(m.group("n"))
-        if n:
-            # Counted like "last Friday" (= one Friday ago): the n-th such day strictly before today.
-            day(m, cal.weekday_before(today, WEEKDAYS[m.group("wd").lower()]) - timedelta(days=7 * (n - 1)), "weekday")
-    return out
+    return run_rules(RULES, text, now)
 
 
 def _same_day(m: re.Match[str], tz: tzinfo, base: date, unit: str, n: int, vague: bool, out: list[Atom]) -> None:

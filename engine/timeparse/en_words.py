@@ -11,7 +11,9 @@ NUMS = {
     "thirty": 30, "couple": 2, "couple of": 2, "a couple": 2, "a couple of": 2, "few": 3, "a few": 3,
     "several": 3,
 }
-NUMW = r"(?:\d{1,3}|a couple of|a couple|couple of|a few|few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty)"
+COUPLE = {"couple", "couple of", "a couple", "a couple of"}
+"""Vague two: "a couple of days ago" is one to three days back, not exactly two."""
+NUMW = r"(?:\d{1,3}|a couple of|a couple|couple of|couple|a few|few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty)"
 
 WEEKDAYS = {"monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5, "sunday": 6}
 WD_ABBR = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "thu": 3, "thur": 3, "thurs": 3, "fri": 4, "sat": 5, "sun": 6}
@@ -44,5 +46,5 @@ FESTIVALS = {
 }
 FEST_RX = "|".join(re.escape(k) for k in sorted(FESTIVALS, key=len, reverse=True)).replace("'", "['’]")
 
-PARTS = {"morning": "morning", "afternoon": "afternoon", "evening": "evening", "night": "evening",
+PARTS = {"morning": "morning", "afternoon": "afternoon", "evening": "evening", "night": "night",
           "noon": "noon", "midday": "noon"}

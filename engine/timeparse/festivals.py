@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
-from .calendar import nth_weekday
+from .calendar import NEAR_DAYS, nth_weekday
 
 FestivalFn = Callable[[int], date]
 
@@ -111,16 +111,18 @@ FESTIVALS: dict[str, FestivalFn] = {
 def festival_date(key: str, today: date, *, year: int | None = None, mode: str = "recent") -> date:
     """Resolve a festival.
 
-    mode: ``recent`` = most recent occurrence not after today; ``last`` = most
-    recent strictly before today; ``next`` = first strictly after today.
-    An explicit ``year`` wins over the mode.
+    mode: ``recent`` = the coming occurrence when it is at most NEAR_DAYS ahead, else the most
+    recent one not after today; ``last`` = most recent strictly before today; ``next`` = first
+    strictly after today. An explicit ``year`` wins over the mode.
     """
     fn = FESTIVALS[key]
     if year is not None:
         return fn(year)
-    if mode == "next":
-        d = fn(today.year)
-        return d if d > today else fn(today.year + 1)
+    coming = fn(today.year)
+    if coming <= today:
+        coming = fn(today.year + 1)
+    if mode == "next" or (mode == "recent" and (coming - today).days <= NEAR_DAYS):
+        return coming
     d = fn(today.year)
     if d > today or (mode == "last" and d == today):
         d = fn(today.year - 1)

@@ -1,6 +1,6 @@
 """Chinese rule grammar.
 
-The product conventions (ISO weeks, 18–24 evenings, Sat–Mon weekends, "most
+The product conventions (ISO weeks, 18–05 nights, Sat–Mon weekends, "most
 recent not after today" for dates without a year, rolling windows in absolute
 time) differ from jionlp's defaults in many places, so every family the
 conventions name is handled here; jionlp is only a fallback for the long tail
@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from . import calendar as cal
 from . import zh_periods
 from .calendar import Hit
-from .compose import Atom, Atoms, compose
+from .compose import Atom, Atoms, Ctx, Rule, compose, run_rules
 from .festivals import festival_date
 from .zh_words import NUM, cn_int
 from .zh_words import YEAR as _YEAR
@@ -30,15 +30,16 @@ _DAY_WORDS = {
     "昨儿个": (-1, None), "昨儿": (-1, None), "今天": (0, None), "今日": (0, None),
     "今儿个": (0, None), "今儿": (0, None), "明天": (1, None), "明日": (1, None),
     "明儿": (1, None), "后天": (2, None), "大后天": (3, None),
-    "今早": (0, "morning"), "今晨": (0, "morning"), "今晚": (0, "evening"), "今夜": (0, "evening"),
-    "昨晚": (-1, "evening"), "昨夜": (-1, "evening"), "明早": (1, "morning"), "明晚": (1, "evening"),
+    "今早": (0, "morning"), "今晨": (0, "morning"), "今晚": (0, "night"), "今夜": (0, "night"),
+    "昨晚": (-1, "night"), "昨夜": (-1, "night"), "明早": (1, "morning"), "明晚": (1, "night"),
 }
 
+# 晚上 and 夜里 are one night, 18:00 to 05:00 (昨晚两点才睡 is 02:00 today); 清晨 is dawn only.
 _PART_WORDS = {
-    "凌晨": "early", "早上": "morning", "早晨": "morning", "清晨": "morning", "上午": "morning",
+    "凌晨": "early", "清晨": "dawn", "早上": "morning", "早晨": "morning", "上午": "morning",
     "中午": "noon", "正午": "noon", "下午": "afternoon", "午后": "afternoon",
-    "傍晚": "evening", "晚上": "evening", "夜里": "evening", "夜晚": "evening", "晚间": "evening",
-    "夜间": "evening",
+    "傍晚": "dusk", "黄昏": "dusk", "晚上": "night", "夜里": "night", "夜晚": "night", "晚间": "night",
+    "夜间": "night", "半夜": "night", "深夜": "night",
 }
 
 _FESTIVALS = {
@@ -111,168 +112,197 @@ _RANGE_PREFIX = re.compile(r"从\s*$")
 _ENUM = re.compile(r"\s*(?:和|跟|与|及|、|或者|或|还是|，|,)\s*")
 
 
+def _rolling(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    pre, unit, raw = m.group("pre"), m.group("u"), m.group("n")
+    n = cn_int(raw) if raw != "几" else (3 if pre == "这" else 7)
+    if n is None or n == 0:
+        return
+    if pre == "这" and (unit not in ("天", "日") or raw == "两"):
+        return  # 这两天 is the idiom "these days" (rolling_vague), not literally 2
+    if pre == "最近" and _near_not_recent(c.text, m.start()):
+        return
+    if unit in ("天", "日"):
+        out.range(m, cal.rolling(c.now, timedelta(days=n)), "rolling")
+    elif unit in ("小时", "钟头"):
+        out.range(m, cal.rolling(c.now, timedelta(hours=n)), "rolling")
+    elif unit in ("周", "星期", "礼拜"):
+        out.range(m, cal.rolling(c.now, timedelta(weeks=n)), "rolling")
+    elif unit == "月":
+        out.range(m, cal.rolling_months(c.now, n), "rolling")
+    else:
+        out.range(m, cal.rolling_months(c.now, 12 * n), "rolling")
+
+
+def _rolling_vague(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    w, today = m.group(), c.today
+    if w == "最近" and _near_not_recent(c.text, m.start()):
+        return
+    if w in ("前几天", "前些天"):
+        out.range(m, cal.days_range(c.tz, today - timedelta(days=7), today - timedelta(days=1)), "few_days_ago")
+    elif w == "前两天":
+        # "a couple of days ago": the three calendar days before today.
+        out.range(m, cal.couple_ago(c.tz, today, "day"), "few_days_ago")
+    elif w == "这两天":
+        out.range(m, cal.calendar_days_back(c.now, 2), "rolling")
+    elif w in ("前些日子", "前阵子", "前段时间"):
+        out.range(m, cal.rolling(c.now, timedelta(days=30)), "rolling")
+    else:
+        out.range(m, cal.rolling(c.now, timedelta(days=7)), "recent")
+
+
+def _ago(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    raw, unit, sign = m.group("n"), m.group("u"), (-1 if m.group("dir") == "前" else 1)
+    today = c.today
+    if raw == "几":
+        if unit in ("天", "日") and sign < 0:
+            out.range(m, cal.days_range(c.tz, today - timedelta(days=7), today - timedelta(days=1)), "few_days_ago")
+        return
+    if raw == "半":
+        if unit == "年":
+            out.range(m, cal.month_range(c.tz, *cal.shift_month(today.year, today.month, 6 * sign)), "ago")
+        return
+    n = cn_int(raw)
+    if n is None:
+        return
+    if unit in ("天", "日"):
+        out.day(m, today + timedelta(days=sign * n), "ago")
+    elif unit in ("周", "星期", "礼拜"):
+        out.range(m, cal.week_range(c.tz, today, sign * n), "ago", period="week")
+    elif unit == "月":
+        out.range(m, cal.month_range(c.tz, *cal.shift_month(today.year, today.month, sign * n)), "ago", period="month")
+    else:
+        out.range(m, cal.year_range(c.tz, today.year + sign * n), "ago")
+
+
+def _dayword(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    if m.group() == "后天" and c.text[max(0, m.start() - 1) : m.start()] in ("以", "之", "然", "最"):
+        return  # 以后天天… is "from now on", not the day after tomorrow
+    offset, part = _DAY_WORDS[m.group()]
+    out.day(m, c.today + timedelta(days=offset), "day", part=part)
+
+
+def _week(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    off = _week_offset(m.group("p"))
+    if m.group("we"):
+        out.range(m, cal.weekend_of_week(c.tz, c.today, off), "weekend")
+    elif m.group("wd"):
+        out.day(m, cal.weekday_in_week(c.today, off, _WEEKDAY[m.group("wd")]), "weekday")
+    else:
+        out.range(m, cal.week_range(c.tz, c.today, off), "week", period="week")
+
+
+def _bare_weekday(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    wd = _WEEKDAY[m.group("wd")]
+    out.day(m, cal.weekday_not_after(c.today, wd), "weekday", bare_weekday=wd)
+
+
+def _bare_weekend(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    out.range(m, cal.recent_weekend(c.tz, c.today), "weekend", bare_weekday=5)
+
+
+def _month_rel(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    off = _week_offset(m.group("p") or m.group("p2"))
+    ym = cal.shift_month(c.today.year, c.today.month, off)
+    out.range(m, cal.month_range(c.tz, *ym), "month", period="month")
+
+
+def _date(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    month = cn_int(m.group("m"))
+    if month is None or not 1 <= month <= 12:
+        return
+    year = _year_of(m, c.today)
+    if not m.group("d"):
+        if year is None:
+            year = cal.recent_month(c.today, month)
+        out.range(m, cal.month_range(c.tz, year, month), "month", period="month")
+        return
+    dom = cn_int(m.group("d"))
+    if dom is None:
+        return
+    d = cal.valid_date(year, month, dom) if year is not None else cal.recent_date(c.today, month, dom)
+    if d is not None:
+        out.day(m, d, "date", year_given=year is not None, month=month, dom=dom)
+
+
+def _year(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    year = _year_of(m, c.today)
+    if year is not None and 1900 <= year <= 2200:
+        out.range(m, cal.year_range(c.tz, year), "year")
+
+
+def _festival(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    word = m.group("f")
+    if word in ("元宵",) and c.text[max(0, m.start() - 1) : m.start()] == "吃":
+        return
+    key = _FESTIVALS[word]
+    try:
+        d = festival_date(key, c.today, year=_year_of(m, c.today))
+    except (ValueError, IndexError):
+        return
+    hol = m.group("hol")
+    if hol and key in _HOLIDAY_WEEKS:
+        first, length = _HOLIDAY_WEEKS[key]
+        d = d + timedelta(days=first)
+        out.range(m, cal.days_range(c.tz, d, d + timedelta(days=length - 1)), "holiday")
+    elif hol:
+        # Other festivals' breaks vary by year; the festival day is the anchor.
+        out.range(m, cal.day_range(c.tz, d), "festival")
+    else:
+        out.day(m, d, "festival")
+
+
+def _daynum(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    dom = cn_int(m.group("d"))
+    if dom is None or not 1 <= dom <= 31:
+        return
+    # 3日 alone reads as "three days" too often; only 号 and digit+日 stand alone.
+    alone = m.group("suf") == "号" or m.group("d").isdigit()
+    out.append(Atom(m.start(), m.end(), "daynum", day=cal.recent_day_of_month(c.today, dom),
+                    dom=dom, alone_ok=alone, kind_name="day_of_month"))
+
+
+def _part(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    out.append(Atom(m.start(), m.end(), "part", part=_PART_WORDS[m.group()], kind_name="part"))
+
+
+def _approx(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    # Only meaningful glued after a day or clock (春节前后, 10号左右, 三点左右); alone it resolves to nothing.
+    out.append(Atom(m.start(), m.end(), "approx", kind_name="approx"))
+
+
+def _clock(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    if m.group("hh"):
+        h, ok = int(m.group("hh")), int(m.group("mm")) < 60
+    else:
+        h_ = cn_int(m.group("h"))
+        h, ok = (h_ or 0), h_ is not None
+    if ok and 0 <= h <= 24:
+        # A bare "三点" is as often "three points" as 3 o'clock: only with a day/part.
+        out.append(Atom(m.start(), m.end(), "clock", hour=h % 24, alone_ok=False, kind_name="clock"))
+
+
+RULES: list[Rule] = [
+    (_RX["rolling"], _rolling),
+    (_RX["rolling_vague"], _rolling_vague),
+    (_RX["ago"], _ago),
+    (_RX["dayword"], _dayword),
+    (_RX["week"], _week),
+    (_RX["bare_weekday"], _bare_weekday),
+    (_RX["bare_weekend"], _bare_weekend),
+    (_RX["month_rel"], _month_rel),
+    (_RX["date"], _date),
+    (_RX["year"], _year),
+    (_RX["festival"], _festival),
+    (_RX["daynum"], _daynum),
+    (_RX["part"], _part),
+    (_RX["approx"], _approx),
+    (_RX["clock"], _clock),
+    *zh_periods.RULES,
+]
+
+
 def atoms(text: str, now: datetime) -> list[Atom]:
-    tz = now.tzinfo
-    assert tz is not None
-    today = now.date()
-    out = Atoms()
-    rng, day = out.range, out.day
-
-    for m in _RX["rolling"].finditer(text):
-        pre, unit, raw = m.group("pre"), m.group("u"), m.group("n")
-        n = cn_int(raw) if raw != "几" else (3 if pre == "这" else 7)
-        if n is None or n == 0:
-            continue
-        if pre == "这" and (unit not in ("天", "日") or raw == "两"):
-            continue  # 这两天 is the idiom "these days" (rolling_vague), not literally 2
-        if pre == "最近" and _near_not_recent(text, m.start()):
-            continue
-        if unit in ("天", "日"):
-            rng(m, cal.rolling(now, timedelta(days=n)), "rolling")
-        elif unit in ("小时", "钟头"):
-            rng(m, cal.rolling(now, timedelta(hours=n)), "rolling")
-        elif unit in ("周", "星期", "礼拜"):
-            rng(m, cal.rolling(now, timedelta(weeks=n)), "rolling")
-        elif unit == "月":
-            rng(m, cal.rolling_months(now, n), "rolling")
-        else:
-            rng(m, cal.rolling_months(now, 12 * n), "rolling")
-
-    for m in _RX["rolling_vague"].finditer(text):
-        w = m.group()
-        if w == "最近" and _near_not_recent(text, m.start()):
-            continue
-        if w in ("前几天", "前些天"):
-            rng(m, cal.days_range(tz, today - timedelta(days=7), today - timedelta(days=1)), "few_days_ago")
-        elif w == "前两天":
-            # "a couple of days ago": the three calendar days before today.
-            rng(m, cal.days_range(tz, today - timedelta(days=3), today - timedelta(days=1)), "few_days_ago")
-        elif w == "这两天":
-            rng(m, cal.rolling(now, timedelta(days=3)), "rolling")
-        elif w in ("前些日子", "前阵子", "前段时间"):
-            rng(m, cal.rolling(now, timedelta(days=30)), "rolling")
-        else:
-            rng(m, cal.rolling(now, timedelta(days=7)), "recent")
-
-    for m in _RX["ago"].finditer(text):
-        raw, unit, sign = m.group("n"), m.group("u"), (-1 if m.group("dir") == "前" else 1)
-        if raw == "几":
-            if unit in ("天", "日") and sign < 0:
-                rng(m, cal.days_range(tz, today - timedelta(days=7), today - timedelta(days=1)), "few_days_ago")
-            continue
-        if raw == "半":
-            if unit == "年":
-                rng(m, cal.month_range(tz, *cal.shift_month(today.year, today.month, 6 * sign)), "ago")
-            continue
-        n = cn_int(raw)
-        if n is None:
-            continue
-        if unit in ("天", "日"):
-            day(m, today + timedelta(days=sign * n), "ago")
-        elif unit in ("周", "星期", "礼拜"):
-            rng(m, cal.week_range(tz, today, sign * n), "ago", period="week")
-        elif unit == "月":
-            rng(m, cal.month_range(tz, *cal.shift_month(today.year, today.month, sign * n)), "ago", period="month")
-        else:
-            rng(m, cal.year_range(tz, today.year + sign * n), "ago")
-
-    for m in _RX["dayword"].finditer(text):
-        if m.group() == "后天" and text[max(0, m.start() - 1) : m.start()] in ("以", "之", "然", "最"):
-            continue  # 以后天天… is "from now on", not the day after tomorrow
-        offset, part = _DAY_WORDS[m.group()]
-        day(m, today + timedelta(days=offset), "day", part=part)
-
-    for m in _RX["week"].finditer(text):
-        off = _week_offset(m.group("p"))
-        if m.group("we"):
-            rng(m, cal.weekend_of_week(tz, today, off), "weekend")
-        elif m.group("wd"):
-            day(m, cal.weekday_in_week(today, off, _WEEKDAY[m.group("wd")]), "weekday")
-        else:
-            rng(m, cal.week_range(tz, today, off), "week", period="week")
-
-    for m in _RX["bare_weekday"].finditer(text):
-        wd = _WEEKDAY[m.group("wd")]
-        day(m, cal.weekday_not_after(today, wd), "weekday", bare_weekday=wd)
-
-    for m in _RX["bare_weekend"].finditer(text):
-        rng(m, cal.recent_weekend(tz, today), "weekend", bare_weekday=5)
-
-    for m in _RX["month_rel"].finditer(text):
-        off = _week_offset(m.group("p") or m.group("p2"))
-        rng(m, cal.month_range(tz, *cal.shift_month(today.year, today.month, off)), "month", period="month")
-
-    for m in _RX["date"].finditer(text):
-        month = cn_int(m.group("m"))
-        if month is None or not 1 <= month <= 12:
-            continue
-        year = _year_of(m, today)
-        if m.group("d"):
-            dom = cn_int(m.group("d"))
-            if dom is None:
-                continue
-            d = cal.valid_date(year, month, dom) if year is not None else cal.recent_date(today, month, dom)
-            if d is not None:
-                day(m, d, "date", year_given=year is not None, month=month, dom=dom)
-        else:
-            if year is None:
-                year = cal.recent_month(today, month)
-            rng(m, cal.month_range(tz, year, month), "month", period="month")
-
-    for m in _RX["year"].finditer(text):
-        year = _year_of(m, today)
-        if year is not None and 1900 <= year <= 2200:
-            rng(m, cal.year_range(tz, year), "year")
-
-    for m in _RX["festival"].finditer(text):
-        word = m.group("f")
-        if word in ("元宵",) and text[max(0, m.start() - 1) : m.start()] == "吃":
-            continue
-        key = _FESTIVALS[word]
-        year = _year_of(m, today)
-        try:
-            d = festival_date(key, today, year=year)
-        except (ValueError, IndexError):
-            continue
-        hol = m.group("hol")
-        if hol and key in _HOLIDAY_WEEKS:
-            first, length = _HOLIDAY_WEEKS[key]
-            d = d + timedelta(days=first)
-            rng(m, cal.days_range(tz, d, d + timedelta(days=length - 1)), "holiday")
-        elif hol:
-            # Other festivals' breaks vary by year; the festival day is the anchor.
-            rng(m, cal.day_range(tz, d), "festival")
-        else:
-            day(m, d, "festival")
-
-    for m in _RX["daynum"].finditer(text):
-        dom = cn_int(m.group("d"))
-        if dom is None or not 1 <= dom <= 31:
-            continue
-        # 3日 alone reads as "three days" too often; only 号 and digit+日 stand alone.
-        alone = m.group("suf") == "号" or m.group("d").isdigit()
-        out.append(Atom(m.start(), m.end(), "daynum", day=cal.recent_day_of_month(today, dom),
-                        dom=dom, alone_ok=alone, kind_name="day_of_month"))
-
-    for m in _RX["part"].finditer(text):
-        out.append(Atom(m.start(), m.end(), "part", part=_PART_WORDS[m.group()], kind_name="part"))
-
-    for m in _RX["approx"].finditer(text):
-        # Only meaningful glued after a day or clock (春节前后, 10号左右, 三点左右); alone it resolves to nothing.
-        out.append(Atom(m.start(), m.end(), "approx", kind_name="approx"))
-
-    for m in _RX["clock"].finditer(text):
-        if m.group("hh"):
-            h = int(m.group("hh"))
-            ok = int(m.group("mm")) < 60
-        else:
-            h_ = cn_int(m.group("h"))
-            h, ok = (h_ or 0), h_ is not None
-        if ok and 0 <= h <= 24:
-            # A bare "三点" is as often "three points" as 3 o'clock: only with a day/part.
-            out.append(Atom(m.start(), m.end(), "clock", hour=h % 24, alone_ok=False, kind_name="clock"))
-    out.extend(zh_periods.atoms(text, now))
-    return out
+    return run_rules(RULES, text, now)
 
 
 def _near_not_recent(text: str, pos: int) -> bool:

@@ -13,7 +13,7 @@ import re
 from datetime import date, datetime, timedelta, tzinfo
 
 from . import calendar as cal
-from .compose import Atom, Atoms
+from .compose import Atom, Atoms, Ctx, Rule, run_rules
 from .zh_words import NUM, YEAR, cn_int, period_offset, year_of
 
 _MREF = r"(?:(?P<rel>上上|上|这|本|下下|下)一?个?月|(?:" + YEAR + r")?(?P<m>" + NUM + r")月份?)"
@@ -60,42 +60,51 @@ def _ref_of(ref: str) -> tuple[str, int]:
     return unit, 2 if ref.startswith("上上") else 1
 
 
+def _month_part(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    ym = _month_of(m, c.today)
+    if ym is not None:
+        out.range(m, cal.month_part_range(c.tz, *ym, _PARTS[m.group("part")]), "month_part")
+
+
+def _bare_part(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    part = _PARTS[m.group("part")[0] if m.group("part") else m.group("xun")]
+    out.range(m, cal.month_part_range(c.tz, c.today.year, c.today.month, part), "month_part")
+
+
+def _month_week(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    ym = _month_of(m, c.today)
+    n = -1 if m.group("last") else cn_int(m.group("n"))
+    if ym is not None and n is not None:
+        out.range(m, cal.month_week_range(c.tz, *ym, n), "month_week")
+
+
+def _same_day_rule(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    if m.group("ref"):
+        unit, back = _ref_of(m.group("ref"))
+    else:
+        n = cn_int(m.group("n"))
+        if n is None:
+            return
+        unit, back = _UNIT[m.group("u")], n
+    spread = _VAGUE_SPREAD[unit] if m.group("vague") else 0
+    out.range(m, _same_day(c.tz, c.today, unit, back, spread), "same_day")
+
+
+def _fuzzy_ago_rule(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    out.range(m, _fuzzy_ago(m, c.tz, c.today), "ago")
+
+
+RULES: list[Rule] = [
+    (_RX["month_part"], _month_part),
+    (_RX["bare_part"], _bare_part),
+    (_RX["month_week"], _month_week),
+    (_RX["same_day"], _same_day_rule),
+    (_RX["fuzzy_ago"], _fuzzy_ago_rule),
+]
+
+
 def atoms(text: str, now: datetime) -> list[Atom]:
-    tz = now.tzinfo
-    assert tz is not None
-    today = now.date()
-    out = Atoms()
-    rng = out.range
-
-    for m in _RX["month_part"].finditer(text):
-        ym = _month_of(m, today)
-        if ym is not None:
-            rng(m, cal.month_part_range(tz, *ym, _PARTS[m.group("part")]), "month_part")
-
-    for m in _RX["bare_part"].finditer(text):
-        part = _PARTS[m.group("part")[0] if m.group("part") else m.group("xun")]
-        rng(m, cal.month_part_range(tz, today.year, today.month, part), "month_part")
-
-    for m in _RX["month_week"].finditer(text):
-        ym = _month_of(m, today)
-        n = -1 if m.group("last") else cn_int(m.group("n"))
-        if ym is not None and n is not None:
-            rng(m, cal.month_week_range(tz, *ym, n), "month_week")
-
-    for m in _RX["same_day"].finditer(text):
-        if m.group("ref"):
-            unit, back = _ref_of(m.group("ref"))
-        else:
-            unit, n = _UNIT[m.group("u")], cn_int(m.group("n"))
-            if n is None:
-                continue
-            back = n
-        spread = _VAGUE_SPREAD[unit] if m.group("vague") else 0
-        rng(m, _same_day(tz, today, unit, back, spread), "same_day")
-
-    for m in _RX["fuzzy_ago"].finditer(text):
-        rng(m, _fuzzy_ago(m, tz, today), "ago")
-    return out
+    return run_rules(RULES, text, now)
 
 
 def _same_day(tz: tzinfo, today: date, unit: str, back: int, spread: int) -> tuple[datetime, datetime]:
@@ -109,7 +118,8 @@ def _same_day(tz: tzinfo, today: date, unit: str, back: int, spread: int) -> tup
 
 
 def _fuzzy_ago(m: re.Match[str], tz: tzinfo, today: date) -> tuple[datetime, datetime] | None:
-    """半个月前 = the 7 days around today−15; N多<unit>前 = between N+1 and N units back."""
+    """半个月前 = the 7 days around today−15; N多<unit>前 = more than N and less than N+1 units
+    back, both ends open as in 十多天 = 11–19 days (exactly one month back is 一个月前)."""
     if m.group("half"):
         return cal.days_range(tz, today - timedelta(days=18), today - timedelta(days=12))
     n = cn_int(m.group("n"))
@@ -122,9 +132,9 @@ def _fuzzy_ago(m: re.Match[str], tz: tzinfo, today: date) -> tuple[datetime, dat
             return None
         return cal.days_range(tz, today - timedelta(days=n + 9), today - timedelta(days=n + 1))
     if unit in ("周", "星期", "礼拜"):
-        return cal.days_range(tz, today - timedelta(weeks=n + 1), today - timedelta(weeks=n))
-    if unit == "月":
+        lo, hi = today - timedelta(weeks=n + 1), today - timedelta(weeks=n)
+    elif unit == "月":
         lo, hi = cal.same_day_shifted(today, months=-(n + 1)), cal.same_day_shifted(today, months=-n)
     else:
         lo, hi = cal.same_day_shifted(today, years=-(n + 1)), cal.same_day_shifted(today, years=-n)
-    return cal.days_range(tz, lo, hi)
+    return cal.days_range(tz, lo + timedelta(days=1), hi - timedelta(days=1))

@@ -33,5 +33,5 @@ def validate_folder(path: Path | str) -> list[BookError]:
         return [BookError(str(folder), None, "no such folder")]
     errors: list[BookError] = []
     for file in book_files(folder):
-        errors.extend(parse_file(file).errors)
+        errors.extend(parse_file(Path(file)).errors)
     return errors

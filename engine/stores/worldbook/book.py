@@ -1,10 +1,11 @@
 """The loaded book: which files are in the folder, their last good entries, and a search snapshot.
 
 `refresh()` is cheap when nothing changed (one `scandir` and a stat per file), re-parses only
-files whose stat changed and whose bytes really differ, and re-embeds only keys that no loaded
-file had before. Readers never lock: each refresh that changes something builds a new immutable
-`Snapshot` (entries, keyword automaton, FAISS index) and swaps the reference, so a search that
-is running keeps using the snapshot it started with.
+files whose stat changed and whose bytes really differ, and re-embeds only texts that no loaded
+file had before. Readers never lock: each refresh that changes something swaps in a new immutable
+`Snapshot`, so a search that is running keeps using the one it started with. The changed files
+become one new small segment; segments merge geometrically (`segments.py`), so a book that grows
+one key at a time costs O(log n) per key, not O(book).
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from dataclasses import dataclass, field
+import time
+from collections import ChainMap
+from dataclasses import dataclass
 from pathlib import Path
 
 import faiss
@@ -20,9 +23,10 @@ import numpy as np
 
 from engine.errors import EmbedderError
 from engine.fileio import content_hash
-from engine.stores.worldbook.matcher import KeywordMatcher
 from engine.stores.worldbook.model import BookError, Entry, format_errors
-from engine.stores.worldbook.parse import ParsedFile, parse_bytes
+from engine.stores.worldbook.parse import DEFAULT_LIMITS, Limits, ParsedFile, parse_bytes
+from engine.stores.worldbook.segments import EntryTable, Rows, Segment, Snapshot, grow
+from engine.stores.worldbook.semantic import CONTENT_CHARS
 from engine.stores.worldbook.vectors import KeyVectors
 
 log = logging.getLogger(__name__)
@@ -35,9 +39,10 @@ faiss.omp_set_num_threads(1)
 StatKey = tuple[int, int, int, int]
 
 
-def book_files(folder: Path) -> dict[Path, StatKey]:
-    """The folder's world-book files (not hidden, not in subfolders) and their stat signatures."""
-    out: dict[Path, StatKey] = {}
+def book_files(folder: Path) -> dict[str, StatKey]:
+    """The folder's world-book files (not hidden, not in subfolders) by path, with their stat
+    signatures, in name order. Plain strings: this runs on every check, for every file."""
+    out: dict[str, StatKey] = {}
     try:
         items = list(os.scandir(folder))
     except FileNotFoundError:
@@ -53,7 +58,7 @@ def book_files(folder: Path) -> dict[Path, StatKey]:
             continue  # vanished between scandir and stat; the next refresh sees the truth
         # mtime alone can miss two writes within one clock tick; size, ctime and inode catch
         # most of those, and an atomic replace always changes the inode.
-        out[Path(item.path)] = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+        out[item.path] = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
     return dict(sorted(out.items()))
 
 
@@ -68,39 +73,58 @@ class FileState:
     entries: tuple[Entry, ...] = ()
     errors: tuple[BookError, ...] = ()
     keys: tuple[str, ...] = ()
-    """Unique semantic keys of `entries`, in order; rows of `vectors`."""
+    """Unique texts embedded for `entries` (semantic keys, then content openings), in order;
+    rows of `vectors`."""
     vectors: np.ndarray | None = None
-    rows: tuple[np.ndarray, np.ndarray, tuple[str, ...]] | None = None
-    """Index rows of this file (vectors, local entry index, key), kept until entries or vectors
-    change, so a rebuild after an edit elsewhere only concatenates."""
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """Everything a search needs, immutable once built."""
-
-    entries: tuple[Entry, ...] = ()
-    matcher: KeywordMatcher = field(default_factory=lambda: KeywordMatcher(()))
-    index: faiss.Index | None = None
-    row_entry: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    """For each index row, the entry it belongs to."""
-    row_key: tuple[str, ...] = ()
+    version: int = 0
+    """The file version whose entries are in the search segments (0: none yet)."""
+    indices: range = range(0)
+    """Global indices of `entries` under `version`."""
+    stale: bool = True
+    """Entries or vectors changed since `version` was indexed: index a new version."""
     constants: tuple[int, ...] = ()
+    """Global indices of its enabled constant entries (under `version`)."""
+    key_rows: int = 0
+    """Semantic rows of its keys in the index (content openings not counted)."""
 
 
 class Book:
     """The world-book folder of one character, kept current by `refresh()`."""
 
-    def __init__(self, folder: Path, *, vectors: KeyVectors | None) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        *,
+        vectors: KeyVectors | None,
+        limits: Limits = DEFAULT_LIMITS,
+        content: bool = True,
+        check_interval_s: float = 0.0,
+    ) -> None:
         self.folder = Path(folder)
+        self.check_interval_s = check_interval_s
+        """`refresh()` looks at the folder at most once per this many seconds unless forced."""
+        self._checked = -float("inf")
+        self.checks = 0
+        """Stat passes over the folder so far (for tests and benches)."""
         self._vectors = vectors
-        self._files: dict[Path, FileState] = {}
+        self.limits = limits
+        self.content = content
+        """Embed each semantic entry's content opening as one more row (see `semantic.py`)."""
+        self._files: dict[str, FileState] = {}
         self._lock = threading.Lock()
+        self._table = EntryTable()
+        self._versions = 0
         self.snapshot = Snapshot()
         self.embed_error: str | None = None
-        # Vectors of keys from replaced or deleted file versions, reusable by the next embedding
+        # Every embedded text of the loaded files, with how many files use it, so an embedding
+        # pass looks up known texts without walking the whole book.
+        self._known: dict[str, np.ndarray] = {}
+        self._uses: dict[str, int] = {}
+        # Vectors of texts from replaced or deleted file versions, reusable by the next embedding
         # pass (an edited file keeps its unchanged keys; a renamed file embeds nothing).
         self._retired: dict[str, np.ndarray] = {}
+        self._since_prune = -1
+        """Files whose texts changed since the vector cache was last pruned (-1: never pruned)."""
         self.reloads = 0
         """Snapshots built so far (each one after at least one file changed)."""
 
@@ -108,9 +132,18 @@ class Book:
     def files(self) -> tuple[FileState, ...]:
         return tuple(self._files.values())
 
-    def refresh(self) -> bool:
-        """Pick up added, edited and deleted files; True when the snapshot changed."""
+    def refresh(self, *, force: bool = False) -> bool:
+        """Pick up added, edited and deleted files; True when the snapshot changed.
+
+        Throttled: within `check_interval_s` of the last look nothing is checked (a prompt asks
+        twice, and a busy service many times a second), unless `force`."""
+        if not force and time.monotonic() - self._checked < self.check_interval_s:
+            return False
         with self._lock:
+            if not force and time.monotonic() - self._checked < self.check_interval_s:
+                return False  # another thread looked while this one waited for the lock
+            self._checked = time.monotonic()
+            self.checks += 1
             seen = book_files(self.folder)
             changed = False
             for path in list(self._files):
@@ -129,18 +162,20 @@ class Book:
                 self._rebuild()
             return changed
 
-    def _reread(self, path: Path, stat: StatKey, state: FileState | None) -> bool:
+    def _reread(self, path: str, stat: StatKey, state: FileState | None) -> bool:
         try:
-            data = path.read_bytes()
+            with open(path, "rb") as f:
+                # Never more than one byte past the size cap: a huge file is reported, not read.
+                data = f.read(self.limits.max_file_bytes + 1)
         except OSError as exc:
             log.warning("world book: cannot read %s (%s); keeping what was loaded", path, exc)
             return False
         if state is not None and content_hash(data) == state.digest:
             state.stat = stat  # touched or rewritten with the same bytes: nothing to parse
             return False
-        parsed = parse_bytes(data, path=path)
+        parsed = parse_bytes(data, path=Path(path), limits=self.limits)
         if state is None:
-            state = self._files[path] = FileState(path, stat, parsed.digest)
+            state = self._files[path] = FileState(Path(path), stat, parsed.digest)
         state.stat, state.digest = stat, parsed.digest
         self._apply(state, parsed)
         return True
@@ -152,12 +187,11 @@ class Book:
             kept = f"; keeping its last good version ({len(state.entries)} entries)" if state.entries else ""
             log.warning("world book: %s is invalid%s:\n%s", state.path, kept, format_errors(parsed.errors))
             return
-        keys = tuple(dict.fromkeys(k for e in parsed.entries if e.enabled for k in e.semantic_keys))
+        keys = tuple(dict.fromkeys(t for e in parsed.entries for t, _ in semantic_texts(e, self.content)))
         if keys != state.keys:
             self._retire(state)
             state.vectors = None  # recomputed by _embed_missing, reusing vectors of known keys
-        state.entries, state.errors, state.keys = parsed.entries, (), keys
-        state.rows = None
+        state.entries, state.errors, state.keys, state.stale = parsed.entries, (), keys, True
 
     def _embed_missing(self) -> bool:
         if self._vectors is None:
@@ -165,56 +199,69 @@ class Book:
         pending = [s for s in self._files.values() if s.vectors is None]
         if not pending:
             return False
-        known: dict[str, np.ndarray] = dict(self._retired)
-        for other in self._files.values():
-            if other.vectors is not None:
-                known.update(zip(other.keys, other.vectors))
+        known = ChainMap(self._known, self._retired)
         try:
             for state in pending:
                 state.vectors = self._vectors.vectors(state.keys, known)
-                state.rows = None
-                known.update(zip(state.keys, state.vectors))
+                state.stale = True
+                for text, vector in zip(state.keys, state.vectors):
+                    self._known[text] = vector
+                    self._uses[text] = self._uses.get(text, 0) + 1
         except EmbedderError as exc:
             # Keyword triggers keep working; semantic search of these files waits for the next try.
             self.embed_error = str(exc)
             log.warning("world book: embedding keys failed, semantic search is incomplete: %s", exc)
             return True
         self.embed_error = None
-        self._vectors.prune(s.keys for s in self._files.values())
+        # Amortised: a full prune walks every file, so only after as many files changed.
+        if self._since_prune < 0 or self._since_prune >= len(self._files):
+            self._vectors.prune(s.keys for s in self._files.values())
+            self._since_prune = 0
         return True
 
     def _retire(self, state: FileState) -> None:
-        if state.vectors is not None:
-            self._retired.update(zip(state.keys, state.vectors))
+        if state.vectors is None:
+            return
+        self._since_prune += 1
+        for text, vector in zip(state.keys, state.vectors):
+            self._retired[text] = vector
+            left = self._uses.get(text, 0) - 1
+            if left > 0:
+                self._uses[text] = left
+            else:
+                self._uses.pop(text, None)
+                self._known.pop(text, None)
 
     def _rebuild(self) -> None:
-        entries: list[Entry] = []
-        blocks: list[np.ndarray] = []
-        row_entry: list[np.ndarray] = []
-        row_key: list[str] = []
-        for state in self._files.values():
-            base = len(entries)
-            entries.extend(state.entries)
-            if state.vectors is None or not state.keys:
-                continue
-            if state.rows is None:
-                state.rows = _file_rows(state)
-            vectors, local, keys = state.rows
-            blocks.append(vectors)
-            row_entry.append(local + base)
-            row_key.extend(keys)
-        index = None
-        if blocks:
-            matrix = np.ascontiguousarray(np.concatenate(blocks), dtype=np.float32)
-            index = faiss.IndexFlatIP(matrix.shape[1])
-            index.add(matrix)
+        states = [s for s in self._files.values() if s.entries]
+        alive = sum(len(s.entries) for s in states)
+        if len(self._table.entries) > 2 * alive + 1000:
+            # Mostly dead entries: start a new table (O(book), after at least as many edits).
+            self._table = EntryTable()
+            for s in states:
+                s.stale = True
+            previous: tuple[Segment, ...] = ()
+        else:
+            previous = self.snapshot.segments
+        fresh = [s for s in states if s.stale]
+        for s in fresh:
+            self._versions += 1
+            s.version, s.stale = self._versions, False
+            s.indices = self._table.add(s.entries, s.version)
+            s.constants = tuple(i for i, e in zip(s.indices, s.entries) if e.constant and e.enabled)
+            s.key_rows = _key_rows(s, self.content) if s.vectors is not None else 0
+        new = None
+        if fresh:
+            rows = Rows.concat([_file_rows(s, self.content) for s in fresh if s.vectors is not None])
+            new = Segment.build(self._table, [i for s in fresh for i in s.indices], rows)
+        live = frozenset(s.version for s in states)
         self.snapshot = Snapshot(
-            entries=tuple(entries),
-            matcher=KeywordMatcher(entries),
-            index=index,
-            row_entry=np.concatenate(row_entry) if row_entry else np.zeros(0, dtype=np.int64),
-            row_key=tuple(row_key),
-            constants=tuple(i for i, e in enumerate(entries) if e.constant and e.enabled),
+            table=self._table,
+            segments=grow(previous, self._table, new, live, alive),
+            live=live,
+            count=alive,
+            key_rows=sum(s.key_rows for s in states),
+            constants=tuple(i for s in states for i in s.constants),
         )
         self.reloads += 1
 
@@ -222,11 +269,30 @@ class Book:
         return [e for s in self._files.values() for e in s.errors]
 
 
-def _file_rows(state: FileState) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
-    """One row per (enabled entry, semantic key) of a file: its vector, entry index and key."""
+def semantic_texts(entry: Entry, content: bool) -> list[tuple[str, bool]]:
+    """(text, is content) embedded for an entry: its semantic keys, then its content's opening."""
+    if not entry.semantic_keys:
+        return []
+    out = [(k, False) for k in entry.semantic_keys]
+    if content:
+        out.append((entry.content[:CONTENT_CHARS], True))
+    return out
+
+
+def _key_rows(state: FileState, content: bool) -> int:
+    return sum(1 for e in state.entries for _, c in semantic_texts(e, content) if not c)
+
+
+def _file_rows(state: FileState, content: bool) -> Rows:
+    """One row per (entry, semantic text) of a file version: its vector, global entry, text, kind."""
     assert state.vectors is not None
     slot = {k: i for i, k in enumerate(state.keys)}
-    pairs = [(i, k) for i, e in enumerate(state.entries) if e.enabled for k in e.semantic_keys]
-    vectors = state.vectors[[slot[k] for _, k in pairs]]
-    local = np.fromiter((i for i, _ in pairs), dtype=np.int64, count=len(pairs))
-    return vectors, local, tuple(k for _, k in pairs)
+    rows = [(g, t, c) for g, e in zip(state.indices, state.entries) for t, c in semantic_texts(e, content)]
+    if not rows:
+        return Rows.empty(state.vectors.shape[1])
+    return Rows(
+        np.ascontiguousarray(state.vectors[[slot[t] for _, t, _ in rows]], dtype=np.float32),
+        np.fromiter((g for g, _, _ in rows), dtype=np.int64, count=len(rows)),
+        tuple(t for _, t, _ in rows),
+        np.fromiter((c for _, _, c in rows), dtype=bool, count=len(rows)),
+    )

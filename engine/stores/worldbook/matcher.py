@@ -9,8 +9,9 @@ position in the folded text is the same position in the original.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import ahocorasick
 
@@ -57,11 +58,37 @@ class KeyMatch:
     """One key found in one text."""
 
     entry: int
-    """Index of the entry in the snapshot's entry tuple."""
+    """The entry's index (its global index in the book)."""
     key: str
     """The key as the author wrote it."""
     secondary: bool
     start: int
+
+
+@dataclass
+class RegexBudget:
+    """Time allowed to author regexes while one prompt is matched.
+
+    Each regex search gets at most `per_key_s` (the `regex` package stops a search at its
+    timeout, however much it backtracks), and all searches of one prompt together at most
+    `total_s`; what runs out is skipped and listed here so the store can name it.
+    """
+
+    per_key_s: float = 0.02
+    total_s: float = 0.1
+    timed_out: list[tuple[int, Key]] = field(default_factory=list)
+    """(entry index, key) of searches that hit their time limit (skipped for that text)."""
+    skipped: int = 0
+    """Regex searches not tried because the prompt's total was spent."""
+    _deadline: float | None = None
+
+    def allowance(self) -> float | None:
+        """Seconds the next search may take, or None when the total is spent."""
+        now = time.perf_counter()
+        if self._deadline is None:
+            self._deadline = now + self.total_s
+        left = self._deadline - now
+        return None if left <= 0 else min(self.per_key_s, left)
 
 
 # (entry, key text, secondary, case_sensitive, boundary before, boundary after); a plain tuple
@@ -72,11 +99,12 @@ _Ref = tuple[int, str, bool, bool, bool, bool]
 class KeywordMatcher:
     """All keys of a set of entries; `scan(text)` returns every key found in `text`."""
 
-    def __init__(self, entries: Sequence[Entry]) -> None:
+    def __init__(self, entries: Sequence[Entry], *, indices: Sequence[int] | None = None) -> None:
+        """`indices`: the number each entry is reported under (default: its position)."""
         self._automaton = ahocorasick.Automaton()
         refs: dict[str, list[_Ref]] = {}
         self._regexes: list[tuple[int, Key, bool]] = []
-        for i, entry in enumerate(entries):
+        for i, entry in zip(indices if indices is not None else range(len(entries)), entries):
             if not entry.enabled:
                 continue
             whole, cs = entry.whole_words, entry.case_sensitive
@@ -101,8 +129,16 @@ class KeywordMatcher:
         self.size = sum(len(g) for g in self._refs) + len(self._regexes)
         """Number of keys (plain and regex) the matcher holds."""
 
-    def scan(self, text: str) -> list[KeyMatch]:
-        """Each (entry, key) found in `text` once, at its first acceptable position."""
+    @property
+    def regex_entries(self) -> tuple[tuple[int, Key], ...]:
+        """(entry index, key) of every regex key."""
+        return tuple((i, key) for i, key, _ in self._regexes)
+
+    def scan(self, text: str, budget: RegexBudget | None = None) -> list[KeyMatch]:
+        """Each (entry, key) found in `text` once, at its first acceptable position.
+
+        Regex keys run within `budget` (a fresh default one when None): a key that times out
+        is recorded in it and does not match."""
         found: dict[tuple[int, str, bool], KeyMatch] = {}
         if not self._empty and text:
             for end, (length, slot) in self._automaton.iter(fold(text)):
@@ -112,12 +148,26 @@ class KeywordMatcher:
                     if ident in found or not self._accept(ref, text, start, end + 1):
                         continue
                     found[ident] = KeyMatch(ref[0], ref[1], ref[2], start)
+        if self._regexes and text:
+            self._scan_regexes(text, budget if budget is not None else RegexBudget(), found)
+        return list(found.values())
+
+    def _scan_regexes(self, text: str, budget: RegexBudget, found: dict[tuple[int, str, bool], KeyMatch]) -> None:
         for entry, key, secondary in self._regexes:
             assert key.regex is not None
-            hit = key.regex.search(text)
+            if (entry, key.text, secondary) in found:
+                continue
+            allowed = budget.allowance()
+            if allowed is None:
+                budget.skipped += 1
+                continue
+            try:
+                hit = key.regex.search(text, timeout=allowed)
+            except TimeoutError:
+                budget.timed_out.append((entry, key))
+                continue
             if hit is not None:
-                found.setdefault((entry, key.text, secondary), KeyMatch(entry, key.text, secondary, hit.start()))
-        return list(found.values())
+                found[(entry, key.text, secondary)] = KeyMatch(entry, key.text, secondary, hit.start())
 
     @staticmethod
     def _accept(ref: _Ref, text: str, start: int, end: int) -> bool:

@@ -7,10 +7,11 @@ entry came from.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
+
+from regex import Pattern
 
 Logic = Literal["and_any", "and_all", "not_any", "not_all"]
 
@@ -43,13 +44,16 @@ class Key:
 
     text: str
     """As written by the author, e.g. `重庆` or `/chong\\s*qing/i`."""
-    regex: re.Pattern[str] | None = None
-    """Set for `/pattern/flags` keys; compiled once when the file is parsed."""
+    regex: Pattern[str] | None = None
+    """Set for `/pattern/flags` keys; compiled once when the file is parsed, with the `regex`
+    package so every search can be given a timeout (an author's `/(a+)+$/` cannot run away)."""
     folded: str = ""
     """Case-folded text, as the keyword automaton holds it (plain keys)."""
     word_start: bool = False
     """Starts with a Latin letter or digit, so `whole_words` needs a boundary before it."""
     word_end: bool = False
+    line: int = 0
+    """1-based line of the key in its file (0 when unknown), for errors and timeouts."""
 
     def __str__(self) -> str:
         return self.text

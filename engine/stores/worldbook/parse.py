@@ -19,14 +19,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import regex
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from engine.errors import EngineError
 from engine.fileio import UniqueKeyLoader, content_hash
 from engine.stores.worldbook.matcher import fold, is_word_char
 from engine.stores.worldbook.model import DEFAULT_ORDER, BookError, Entry, Key
 
 # libyaml when available: a 10,000-entry book parses several times faster than in pure Python.
+_EventLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class ExtendedEntry(BaseModel):
@@ -62,7 +65,26 @@ class ExtendedEntry(BaseModel):
 FIELDS = tuple(ExtendedEntry.model_fields)
 
 _REGEX_KEY = re.compile(r"^/(.+)/([A-Za-z]*)$", re.DOTALL)
-_REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE, "u": 0, "g": 0}
+_REGEX_FLAGS = {"i": regex.IGNORECASE, "m": regex.MULTILINE, "s": regex.DOTALL, "x": regex.VERBOSE, "u": 0, "g": 0}
+
+# World-book files never need more than four levels (entries: / list / entry / keys); deeper
+# nesting is a mistake or an attack (100,000 `[` make libyaml's recursive composer overflow
+# the C stack), so it is refused before composing.
+MAX_DEPTH = 20
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Size caps for one world-book file; a file over them is reported, never half-loaded."""
+
+    max_file_bytes: int = 2 * 1024 * 1024
+    max_entry_chars: int = 5000
+    """Longest `content` (or simple-format description); the prompt's world-book budget is far smaller."""
+    max_key_chars: int = 500
+    """Longest key, regex source included."""
+
+
+DEFAULT_LIMITS = Limits()
 
 
 @dataclass(frozen=True)
@@ -76,17 +98,27 @@ class ParsedFile:
     errors: tuple[BookError, ...]
 
 
-def parse_file(path: Path) -> ParsedFile:
+def parse_file(path: Path, *, limits: Limits = DEFAULT_LIMITS) -> ParsedFile:
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as f:
+            # One byte past the cap is enough to know the file is too big (and where).
+            data = f.read(limits.max_file_bytes + 1)
     except OSError as exc:
         return ParsedFile(Path(path), "", (), (BookError(str(path), None, f"cannot read the file: {exc}"),))
-    return parse_bytes(data, path=Path(path))
+    return parse_bytes(data, path=Path(path), limits=limits)
 
 
-def parse_bytes(data: bytes, *, path: Path) -> ParsedFile:
+def parse_bytes(data: bytes, *, path: Path, limits: Limits = DEFAULT_LIMITS) -> ParsedFile:
     """Parse a file's bytes (already read, so the caller can hash them before deciding to parse)."""
     digest = content_hash(data)
+    if len(data) > limits.max_file_bytes:
+        line = data[: limits.max_file_bytes].count(b"\n") + 1
+        error = BookError(
+            str(path), line,
+            f"the file is larger than the limit of {limits.max_file_bytes:,} bytes (world_book.max_file_kb); "
+            "the limit is crossed on this line: split the file",
+        )
+        return ParsedFile(path, digest, (), (error,))
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -95,25 +127,34 @@ def parse_bytes(data: bytes, *, path: Path) -> ParsedFile:
         return ParsedFile(path, digest, (), (error,))
     if text.startswith("\ufeff"):
         text = text[1:]  # a BOM from Windows editors is not part of the YAML
-    entries, errors = parse_text(text, file=str(path), name=path.name)
+    entries, errors = parse_text(text, file=str(path), name=path.name, limits=limits)
     return ParsedFile(path, digest, tuple(entries), tuple(errors))
 
 
-def parse_text(text: str, *, file: str, name: str) -> tuple[list[Entry], list[BookError]]:
+def parse_text(
+    text: str, *, file: str, name: str, limits: Limits = DEFAULT_LIMITS
+) -> tuple[list[Entry], list[BookError]]:
     """Entries and errors of one file's text; `file` is reported in errors, `name` prefixes uids."""
-    loader = UniqueKeyLoader(text)
     try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
+        refused = _refuse_aliases_and_depth(text)
+        if refused is not None:
+            return [], [BookError(file, *refused)]
+        loader = UniqueKeyLoader(text)
+        try:
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
         return [], [BookError(file, line, _yaml_problem(exc, text, line))]
     except yaml.YAMLError as exc:
         return [], [BookError(file, None, f"invalid YAML: {exc}")]
-    finally:
-        loader.dispose()
-    parser = _FileParser(file, name)
+    except (EngineError, ValueError) as exc:
+        # The shared loader may refuse a document itself (aliases, sizes); keep its file and line.
+        return [], [BookError(file, getattr(exc, "line", None), str(exc))]
+    parser = _FileParser(file, name, limits)
     if node is None or not data:
         parser.error(
             node.start_mark.line + 1 if node is not None else 1,
@@ -133,6 +174,28 @@ def parse_text(text: str, *, file: str, name: str) -> tuple[list[Entry], list[Bo
         )
     # A file with any error contributes nothing; the store keeps its last good version.
     return (parser.entries if not parser.errors else []), parser.errors
+
+
+def _refuse_aliases_and_depth(text: str) -> tuple[int, str] | None:
+    """(line, problem) for the first alias or over-deep nesting, from one pass over the events.
+
+    Aliases are refused outright: the formats never need them, and a few hundred bytes of
+    nested aliases expand to gigabytes (a "billion laughs"). The event pass is iterative and
+    linear in the text, so neither an alias bomb nor deep nesting costs anything here.
+    """
+    depth = 0
+    for event in yaml.parse(text, Loader=_EventLoader):
+        kind = type(event)
+        if kind is yaml.AliasEvent:
+            line = event.start_mark.line + 1
+            return line, "YAML anchors and aliases (&name, *name, <<) are not allowed in world-book files; write the value out"
+        if kind is yaml.SequenceStartEvent or kind is yaml.MappingStartEvent:
+            depth += 1
+            if depth > MAX_DEPTH:
+                return event.start_mark.line + 1, f"nested more than {MAX_DEPTH} levels deep; a world-book file needs at most 4"
+        elif kind is yaml.SequenceEndEvent or kind is yaml.MappingEndEvent:
+            depth -= 1
+    return None
 
 
 def _yaml_problem(exc: yaml.MarkedYAMLError, text: str, line: int | None) -> str:
@@ -161,9 +224,10 @@ def _line(node: yaml.Node) -> int:
 class _FileParser:
     """Collects entries and errors for one file; one method per shape."""
 
-    def __init__(self, file: str, name: str) -> None:
+    def __init__(self, file: str, name: str, limits: Limits = DEFAULT_LIMITS) -> None:
         self.file = file
         self.name = name
+        self.limits = limits
         self.entries: list[Entry] = []
         self.errors: list[BookError] = []
 
@@ -193,6 +257,8 @@ class _FileParser:
             description = str(value).strip()
             if not description:
                 self.error(_line(value_node), f"the description of {keyword!r} is empty")
+                continue
+            if not self._size_ok(description, _line(value_node), f"the description of {keyword!r}"):
                 continue
             made = self._key(keyword, _line(key_node))
             if made is not None:
@@ -245,6 +311,8 @@ class _FileParser:
             self.error(start, f"entry {n} has no keys: add `keys:` or set `constant: true`")
         if not spec.content.strip():
             self.error(_line(fields["content"][1]), f"entry {n} has empty `content`")
+        else:
+            self._size_ok(spec.content.strip(), _line(fields["content"][1]), f"entry {n}: `content`")
         if len(self.errors) > before:
             return
         self.entries.append(
@@ -304,17 +372,27 @@ class _FileParser:
                 out.append(made)
         return tuple(out)
 
+    def _size_ok(self, text: str, line: int, what: str) -> bool:
+        if len(text) <= self.limits.max_entry_chars:
+            return True
+        self.error(line, f"{what} is {len(text):,} characters, over the limit of "
+                         f"{self.limits.max_entry_chars:,} (world_book.max_entry_chars): split it into several entries")
+        return False
+
     def _key(self, text: str, line: int) -> Key | None:
         """A plain key, or a `/pattern/flags` regex compiled now (once per file version)."""
         text = text.strip()
         if not text:
             self.error(line, "empty key")
             return None
+        if len(text) > self.limits.max_key_chars:
+            self.error(line, f"key {text[:40]!r}… is {len(text):,} characters, over the limit of {self.limits.max_key_chars}")
+            return None
         found = _REGEX_KEY.match(text)
         if found is None:
             # Folding and edge checks are done here, once per file version, so rebuilding the
             # book-wide automaton after an edit is only a loop of `add_word`.
-            return Key(text, None, fold(text), is_word_char(text[0]), is_word_char(text[-1]))
+            return Key(text, None, fold(text), is_word_char(text[0]), is_word_char(text[-1]), line)
         pattern, letters = found.groups()
         flags = 0
         for letter in letters:
@@ -323,7 +401,7 @@ class _FileParser:
                 return None
             flags |= _REGEX_FLAGS[letter]
         try:
-            return Key(text, re.compile(pattern, flags))
-        except re.error as exc:
+            return Key(text, regex.compile(pattern, flags), line=line)
+        except (regex.error, OverflowError, RecursionError, ValueError) as exc:
             self.error(line, f"bad regex in key {text!r}: {exc}")
             return None

@@ -10,6 +10,7 @@ the token budget from the end. `record()` does nothing: authors write the book, 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -17,14 +18,17 @@ from typing import Any
 import numpy as np
 
 from engine.adapters.embedder import Embedder, thresholds_for
+from engine.errors import EmbedderError
 from engine.adapters.jio import split_sentences
 from engine.config import WorldBookConfig
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
 from engine.stores.base import Hit, Message, Query, Turn
 from engine.stores.worldbook.book import Book, Snapshot
-from engine.stores.worldbook.matcher import secondary_ok
-from engine.stores.worldbook.model import BookError
+from engine.stores.worldbook.matcher import RegexBudget, secondary_ok
+from engine.stores.worldbook.model import BookError, Entry
+from engine.stores.worldbook.parse import Limits
+from engine.stores.worldbook.semantic import BACKGROUND, CALIBRATED, Calibration, agreement, baselines
 from engine.stores.worldbook.vectors import KeyVectors
 from engine.tokens import count_tokens
 
@@ -81,11 +85,29 @@ class WorldBookStore:
         self.prompts = prompts
         self.budget_tokens = budget_tokens
         self.threshold = thresholds_for(embedder, self.name, config.threshold) if config.semantic else 1.0
+        self.calibration = _calibration(config, embedder.model_id)
+        """The margin decision; None when an absolute `threshold` decides (configured, or no
+        calibration is known for this embedder)."""
         self.vectors = KeyVectors(embedder, paths.cache_dir / "world_book") if config.semantic else None
-        self.book = Book(paths.world_book_dir, vectors=self.vectors)
+        limits = Limits(max_file_bytes=config.max_file_kb * 1024, max_entry_chars=config.max_entry_chars)
+        self.book = Book(paths.world_book_dir, vectors=self.vectors, limits=limits, content=config.semantic_content,
+                         check_interval_s=config.check_interval_s)
+        # The baseline words' vectors, cached apart from the books' (whose cache is pruned to them).
+        self._background_cache = (
+            KeyVectors(embedder, paths.cache_dir / "world_book_baseline") if self.calibration and config.semantic else None
+        )
+        self._background: np.ndarray | None = None
+        self._background_error: str | None = None
         self._tokens: dict[str, int] = {}
+        # Regex keys that ran out of time, by (file, line, key): how often, for `problems()`.
+        self._slow: dict[tuple[str, int, str], int] = {}
+        self._slow_lock = threading.Lock()
+        self._budget_spent = 0
+        """Prompts on which the regex budget ran out before every regex key was tried."""
         if config.enabled:
-            self.book.refresh()
+            self.book.refresh(force=True)
+            if self._background_cache is not None:
+                self._background_vectors()
 
     # -- Store protocol --------------------------------------------------------------------
     def query_texts(self, message: str, recent: Sequence[Message]) -> list[str]:
@@ -93,7 +115,7 @@ class WorldBookStore:
         if not (self.config.enabled and self.config.semantic):
             return []
         self.book.refresh()
-        if self.book.snapshot.index is None or not message.strip():
+        if not self.book.snapshot.searchable or not message.strip():
             return []
         pieces = list(dict.fromkeys(split_sentences(message)))
         return pieces[: self.config.max_pieces]
@@ -103,47 +125,67 @@ class WorldBookStore:
             return []
         self.book.refresh()
         snap = self.book.snapshot
-        if not snap.entries:
+        if not snap.count:
             return []
         active: dict[int, _Active] = {}
         for i in snap.constants:
             active[i] = _Active(i, "constant", 1.0, "constant entry", {})
         matched_secondary: dict[int, set[str]] = {}
         messages = self._messages(query)
-        self._keywords(snap, messages, active, matched_secondary)
+        budget = RegexBudget(self.config.regex_timeout_ms / 1000, self.config.regex_budget_ms / 1000)
+        self._keywords(snap, messages, active, matched_secondary, budget)
         if self.config.semantic:
             self._semantic(snap, query, active)
         if self.config.recursion_depth:
-            self._recurse(snap, active, matched_secondary)
+            self._recurse(snap, active, matched_secondary, budget)
+        self._note_slow(snap, budget)
         return self._ranked(snap, active)
 
     def record(self, turn: Turn) -> None:
         """Nothing to write: the world book is edited by its authors."""
+
+    def forget(self, user_id: str, turn_id: str) -> int:
+        """Nothing to undo: no turn ever changes the world book (0 things removed)."""
+        return 0
 
     def close(self) -> None:
         """Nothing is held open: the vector cache is written when computed, files are read whole."""
 
     # -- extras for the service and the CLI ------------------------------------------------
     def refresh(self) -> bool:
-        """Re-read changed files now; True when the active entries changed."""
-        return self.book.refresh()
+        """Re-read changed files now (not throttled); True when the active entries changed."""
+        return self.book.refresh(force=True)
 
     def problems(self) -> list[str]:
         out = [str(e) for e in self.book.errors()]
         if self.book.embed_error:
             out.append(f"semantic matching degraded: {self.book.embed_error}")
+        if self._background_error:
+            out.append(f"semantic matching off (baseline words not embedded): {self._background_error}")
+        live = {(e.file, k.line, k.text) for e, k in self.book.snapshot.regex_keys()}
+        with self._slow_lock:
+            slow = [(where, n) for where, n in self._slow.items() if where in live]
+            spent = self._budget_spent
+        if spent:
+            out.append(f"the {self.config.regex_budget_ms:g} ms regex budget ran out on {spent} prompt(s); "
+                       "some regex keys were not tried (world_book.regex_budget_ms)")
+        for (file, line, key), n in slow:
+            out.append(
+                f"{file}:{line}: regex key {key!r} ran out of its {self.config.regex_timeout_ms:g} ms "
+                f"on {n} message(s) and was skipped there; simplify it (nested repeats like (a+)+ backtrack)"
+            )
         return out
 
     def status(self) -> BookStatus:
-        self.book.refresh()
+        self.book.refresh(force=True)
         files = self.book.files
         snap = self.book.snapshot
         return BookStatus(
             folder=str(self.book.folder),
             files=len(files),
             files_loaded=sum(1 for f in files if f.entries),
-            entries=len(snap.entries),
-            semantic_keys=len(snap.row_key),
+            entries=snap.count,
+            semantic_keys=snap.key_rows,
             errors=tuple(self.book.errors()),
             embed_error=self.book.embed_error,
         )
@@ -165,20 +207,21 @@ class WorldBookStore:
         texts: list[tuple[str, str]],
         active: dict[int, _Active],
         matched_secondary: dict[int, set[str]],
+        budget: RegexBudget,
         *,
         depth: int = 0,
     ) -> list[int]:
         """Activate entries whose primary key is in `texts` and whose secondary logic holds."""
         first: dict[int, tuple[str, str]] = {}
         for label, text in texts:
-            for m in snap.matcher.scan(text):
+            for m in snap.scan(text, budget):
                 if m.secondary:
                     matched_secondary.setdefault(m.entry, set()).add(m.key)
                 elif m.entry not in active and m.entry not in first:
                     first[m.entry] = (m.key, label)
         new = []
         for i, (key, label) in first.items():
-            if not secondary_ok(snap.entries[i], matched_secondary.get(i, ())):
+            if not secondary_ok(snap.entry(i), matched_secondary.get(i, ())):
                 continue
             kind = "recursion" if depth else "keyword"
             reason = f'key "{key}" in {label}' + (f" (recursion {depth})" if depth else "")
@@ -188,47 +231,96 @@ class WorldBookStore:
 
     def _semantic(self, snap: Snapshot, query: Query, active: dict[int, _Active]) -> None:
         texts, vectors = query.pieces.get(self.name, ((), None))
-        if snap.index is None or vectors is None or not len(texts):
+        if not snap.searchable or vectors is None or not len(texts):
             return
         vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(texts), -1)
-        # Several rows can belong to one entry (one per key), so look a little further than top_k.
-        k = min(snap.index.ntotal, self.config.top_k * 4)
-        scores, rows = snap.index.search(vectors, k)
-        best: dict[int, tuple[float, str, str]] = {}
-        for p, piece in enumerate(texts):
-            for score, row in zip(scores[p].tolist(), rows[p].tolist()):
-                if row < 0:
+        base = np.zeros(len(texts), dtype=np.float32)
+        if self.calibration is not None:
+            background = self._background_vectors()
+            if background is None:
+                return  # no baseline, no margin: keywords still work; problems() says why
+            base = baselines(vectors, background)
+        # Several rows can belong to one entry (keys and content), so look a little further than top_k.
+        found = snap.search(vectors, self.config.top_k * 4)
+        best: dict[int, tuple[float, float, int, str, bool, str]] = {}
+        for p, rows in enumerate(found):
+            for score, i, text, is_content in rows:
+                if i in active:
                     continue
-                i = int(snap.row_entry[row])
-                entry = snap.entries[i]
-                needed = entry.threshold if entry.threshold is not None else self.threshold
-                if i in active or score < needed:
-                    continue
-                if i not in best or score > best[i][0]:
-                    best[i] = (score, piece, snap.row_key[row])
+                value, why = self._decide(snap.entry(i), query.message, score, float(base[p]))
+                if why is not None and (i not in best or value > best[i][0]):
+                    best[i] = (value, score, p, text, is_content, why)
         ranked = sorted(best.items(), key=lambda item: -item[1][0])[: self.config.top_k]
-        for i, (score, piece, key) in ranked:
-            reason = f'piece "{piece}" ~ key "{key}" {score:.3f}'
-            active[i] = _Active(i, "semantic", score, reason, {"key": key, "piece": piece})
+        for i, (value, score, p, text, is_content, why) in ranked:
+            what = "content" if is_content else f'key "{text}"'
+            reason = f'piece "{texts[p]}" ~ {what} {score:.3f}{why}'
+            meta: dict[str, Any] = {"key": text, "piece": texts[p], "matched": what, "decision": round(value, 4)}
+            active[i] = _Active(i, "semantic", score, reason, meta)
 
-    def _recurse(self, snap: Snapshot, active: dict[int, _Active], matched_secondary: dict[int, set[str]]) -> None:
+    def _decide(self, entry: Entry, message: str, score: float, baseline: float) -> tuple[float, str | None]:
+        """(decision value, why it fires or None) for one row's cosine. An entry's own `threshold`,
+        or a configured absolute one, compares the cosine; otherwise the calibrated margin decides."""
+        if entry.threshold is not None or self.calibration is None:
+            needed = entry.threshold if entry.threshold is not None else self.threshold
+            return score, (f" >= {needed:g}" if score >= needed else None)
+        cal = self.calibration
+        margin = score - baseline
+        shared = agreement(message, _entry_text(entry)) if cal.lexical_weight else 0
+        value = margin + cal.lexical_weight * shared
+        if value < cal.margin:
+            return value, None
+        words = f" + {shared} shared word{'s' if shared != 1 else ''}" if shared else ""
+        return value, f": {margin:+.3f} over the piece's baseline{words}"
+
+    def _background_vectors(self) -> np.ndarray | None:
+        if self._background is None and self._background_cache is not None:
+            try:
+                self._background = self._background_cache.vectors(BACKGROUND)
+                self._background_error = None
+            except EmbedderError as exc:
+                self._background_error = str(exc)
+                log.warning("world book: cannot embed the baseline words, semantic matching is off for now: %s", exc)
+        return self._background
+
+    def _recurse(
+        self, snap: Snapshot, active: dict[int, _Active], matched_secondary: dict[int, set[str]], budget: RegexBudget
+    ) -> None:
         frontier = list(active)
         for depth in range(1, self.config.recursion_depth + 1):
-            texts = [(f"entry {snap.entries[i].uid}", snap.entries[i].content) for i in frontier]
-            frontier = self._keywords(snap, texts, active, matched_secondary, depth=depth)
+            texts = [(f"entry {snap.entry(i).uid}", snap.entry(i).content) for i in frontier]
+            frontier = self._keywords(snap, texts, active, matched_secondary, budget, depth=depth)
             if not frontier:
                 return
 
+    def _note_slow(self, snap: Snapshot, budget: RegexBudget) -> None:
+        """Remember regex keys that ran out of time, for `problems()` (and the log, once per key)."""
+        if budget.skipped:
+            log.warning("world book: %d regex searches skipped, the %g ms regex budget of this prompt was spent",
+                        budget.skipped, self.config.regex_budget_ms)
+            with self._slow_lock:
+                self._budget_spent += 1
+        if not budget.timed_out:
+            return
+        with self._slow_lock:
+            if len(self._slow) > 1000:
+                self._slow.clear()  # bounded: problems() re-learns the ones still timing out
+            for i, key in budget.timed_out:
+                where = (snap.entry(i).file, key.line, key.text)
+                self._slow[where] = self._slow.get(where, 0) + 1
+                if self._slow[where] == 1:
+                    log.warning("world book: %s:%d: regex key %r timed out and was skipped", *where)
+
     # -- ranking and budget ----------------------------------------------------------------
     def _ranked(self, snap: Snapshot, active: dict[int, _Active]) -> list[Hit]:
-        def sort_key(a: _Active) -> tuple[int, int, float, int, int]:
+        def sort_key(a: _Active) -> tuple[int, int, float, int, str, int]:
             pinned = 0 if a.kind == "constant" else 1
-            return (pinned, -snap.entries[a.entry].order, -a.score, _RANK[a.kind], a.entry)
+            entry = snap.entry(a.entry)
+            return (pinned, -entry.order, -a.score, _RANK[a.kind], entry.file, entry.line)
 
         hits: list[Hit] = []
         used = 0
         for a in sorted(active.values(), key=sort_key):
-            entry = snap.entries[a.entry]
+            entry = snap.entry(a.entry)
             tokens = self._count(entry.content)
             pinned = a.kind == "constant"
             if not pinned and used + tokens > self.budget_tokens:
@@ -248,6 +340,21 @@ class WorldBookStore:
         if n is None:
             n = self._tokens[text] = count_tokens(text)
         return n
+
+
+def _calibration(config: WorldBookConfig, model_id: str) -> Calibration | None:
+    if config.threshold is not None:
+        return None  # the operator asked for one absolute cosine
+    known = CALIBRATED.get(model_id)
+    margin = config.margin if config.margin is not None else (known.margin if known else None)
+    if margin is None:
+        return None  # no calibration for this embedder: its default absolute threshold decides
+    weight = config.lexical_weight if config.lexical_weight is not None else (known.lexical_weight if known else 0.0)
+    return Calibration(margin=margin, lexical_weight=weight)
+
+
+def _entry_text(entry: Entry) -> str:
+    return " ".join(k.text for k in entry.keys if k.regex is None) + " " + entry.content
 
 
 def _text_of(content: Any) -> str:

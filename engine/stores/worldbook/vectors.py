@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import io
 import logging
-from collections.abc import Iterable, Sequence
+import os
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from engine.adapters.embedder import Embedder
-from engine.fileio import atomic_write_bytes, content_hash
+from engine.fileio import content_hash
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +40,7 @@ class KeyVectors:
             return None
         return self.dir / f"{content_hash(chr(0).join(keys))[:32]}.npy"
 
-    def vectors(self, keys: Sequence[str], known: dict[str, np.ndarray] | None = None) -> np.ndarray:
+    def vectors(self, keys: Sequence[str], known: Mapping[str, np.ndarray] | None = None) -> np.ndarray:
         """(len(keys), dim) float32 for `keys`: from the cache file, else from `known`, else embedded."""
         dim = self.embedder.dim
         if not keys:
@@ -77,16 +80,31 @@ class KeyVectors:
     def _save(path: Path, array: np.ndarray) -> None:
         buffer = io.BytesIO()
         np.save(buffer, array, allow_pickle=False)
+        # Replaced atomically but not fsynced: this is derived data (a torn or lost file after a
+        # power cut is unreadable or missing, and is recomputed), and two fsyncs per edited file
+        # were most of the cost of growing a book one key at a time.
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
-            atomic_write_bytes(path, buffer.getvalue())
-        except OSError as exc:  # derived data: a read-only cache costs a re-embed, nothing more
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_bytes(buffer.getvalue())
+            os.replace(tmp, path)
+        except OSError as exc:  # a read-only cache costs a re-embed, nothing more
+            tmp.unlink(missing_ok=True)
             log.warning("world book: cannot write vector cache %s (%s)", path, exc)
 
     def prune(self, keep: Iterable[Sequence[str]]) -> None:
-        """Delete cache files of key lists no longer in any loaded file."""
+        """Delete cache files of key lists no longer in any loaded file, and temporary files left
+        by a process killed mid-write (after a minute: another process may be writing one now)."""
         if self.dir is None or not self.dir.is_dir():
             return
         wanted = {p.name for p in (self._path(k) for k in keep) if p is not None}
         for path in self.dir.glob("*.npy"):
             if path.name not in wanted:
                 path.unlink(missing_ok=True)
+        now = time.time()
+        for path in self.dir.glob(".*.tmp"):
+            try:
+                if now - path.stat().st_mtime > 60:
+                    path.unlink(missing_ok=True)
+            except OSError:
+                pass
