@@ -21,8 +21,10 @@ from engine.search.grow import Grow
 K1 = 1.2
 B = 0.75
 COMMON_SHARE = 0.25
-"""A query term in more than this share of units adds little and costs most; it is skipped
-(unless it is the query's only term)."""
+COMMON_MIN = 20_000
+"""A query term in more than COMMON_SHARE of the units, and in more than COMMON_MIN of them,
+adds little and costs most; it is skipped (unless it is the query's only term). The floor keeps
+small diaries exact."""
 
 
 @dataclass(frozen=True)
@@ -149,7 +151,8 @@ class Bm25:
             idf_of[term] = idf
             if term in content:
                 query_idf += idf
-            if tid is None or df == 0 or (df > COMMON_SHARE * n_units and len(qcounts) > 1):
+            common = df > COMMON_SHARE * n_units and df > COMMON_MIN
+            if tid is None or df == 0 or (common and len(qcounts) > 1):
                 continue
             units, tfs = self._postings(tid)
             keep = unit_alive[units]
