@@ -44,7 +44,8 @@ class LexicalScores:
 
 class Bm25:
     def __init__(self) -> None:
-        self.vocab: dict[str, int] = {}
+        self._vocab: dict[str, int] | None = {}
+        self._names: list[str] = []
         self.length = Grow(np.int32)  # per unit; 0 for an empty half
         self.df = Grow(np.int32)  # per term, over all postings (dead ones until the next merge)
         self.ptr = np.zeros(1, dtype=np.int64)
@@ -53,6 +54,14 @@ class Bm25:
         self._delta: dict[int, list[tuple[int, int]]] = {}
         self._delta_size = 0
         self._stats: tuple | None = None
+
+    @property
+    def vocab(self) -> dict[str, int]:
+        """term -> id; built on first use after a load (opening stays fast)."""
+        if self._vocab is None:
+            self._vocab = {t: i for i, t in enumerate(self._names)}
+            self._names = []
+        return self._vocab
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -194,7 +203,7 @@ class Bm25:
         self = cls()
         text = bytes(arrays["bm25_vocab"]).decode("utf-8")
         names = text.split("\n") if text else []
-        self.vocab = {t: i for i, t in enumerate(names)}
+        self._names, self._vocab = names, None
         self.length = Grow(np.int32, data=arrays["bm25_length"])
         self.ptr = np.asarray(arrays["bm25_ptr"], dtype=np.int64)
         self.post_unit = np.asarray(arrays["bm25_unit"], dtype=np.int32)
