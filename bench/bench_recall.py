@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import statistics
 import tempfile
@@ -78,13 +79,20 @@ def turns_of(conv: dict, tz: ZoneInfo) -> list[tuple[datetime, str, str]]:
     return out
 
 
-def make_character(data: Path, name: str, user_name: str) -> str:
+def language_of(sample: dict) -> tuple[str, str]:
+    """(language, time zone): Chinese sets run in zh / Asia/Shanghai, LoCoMo in en / New York."""
+    conv = sample["conversation"]
+    first = next((u["text"] for k in session_keys(conv) for u in conv[k]), "")
+    return ("zh", "Asia/Shanghai") if re.search(r"[\u4e00-\u9fff]", first) else ("en", "America/New_York")
+
+
+def make_character(data: Path, name: str, user_name: str, language: str, zone: str) -> str:
     cid = "locomo"
     folder = data / "agents" / cid
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "character.yaml").write_text(
-        f'name: "{name}"\nuser_name: "{user_name}"\nsettings: "A friend in a long-running chat."\n'
-        'config:\n  language: en\n  timezone: America/New_York\n',
+        f"name: {json.dumps(name, ensure_ascii=False)}\nuser_name: {json.dumps(user_name, ensure_ascii=False)}\n"
+        f'settings: "A friend in a long-running chat."\nconfig:\n  language: {language}\n  timezone: {zone}\n',
         encoding="utf-8",
     )
     return cid
@@ -95,13 +103,15 @@ def open_orch(data: Path, sample: dict):
     from engine.orchestrator import MemoryOrchestrator
 
     conv = sample["conversation"]
-    cid = make_character(data / sample["sample_id"], conv["speaker_b"], conv["speaker_a"])
+    language, zone = language_of(sample)
+    zone = sample.get("timezone", zone)
+    cid = make_character(data / sample["sample_id"], conv["speaker_b"], conv["speaker_a"], language, zone)
     config = load_config(
         overrides={
             "data_dir": str(data / sample["sample_id"]),
             "llm": {"backend": "none"},
-            "language": "en",
-            "timezone": "America/New_York",
+            "language": language,
+            "timezone": zone,
             # 1,500 memory tokens: the diary plans within its cap, the rolling summary keeps 200.
             "retrieval": {"budget_tokens": 1500, "caps": {"diary": 1300, "summary": 200}},
         },
@@ -111,7 +121,7 @@ def open_orch(data: Path, sample: dict):
 
 
 def run_sample(sample: dict, data: Path, stats: dict) -> None:
-    tz = ZoneInfo("America/New_York")
+    tz = ZoneInfo(sample.get("timezone", language_of(sample)[1]))
     conv = sample["conversation"]
     turns = turns_of(conv, tz)
     user = sample["sample_id"]
@@ -144,7 +154,10 @@ def run_sample(sample: dict, data: Path, stats: dict) -> None:
 
 
 def report(label: str, stats: dict) -> str:
-    parts = [f"{CATEGORIES[c]} {stats['found'][c] / max(1, stats['total'][c]):.3f}" for c in CATEGORIES]
+    parts = [
+        f"{CATEGORIES[c]} {stats['found'][c] / stats['total'][c]:.3f}" if stats["total"][c] else f"{CATEGORIES[c]} n/a"
+        for c in CATEGORIES
+    ]
     mem = stats["memory"]
     line = (
         f"{label}: " + "  ".join(parts)
@@ -190,6 +203,7 @@ def main() -> None:
     parser.add_argument("--eval", type=Path, default=EVAL)
     parser.add_argument("--convs", help="comma-separated sample ids (default: all)")
     parser.add_argument("--zh", action="store_true", help="also run bench/zh_eval/*.json if present")
+    parser.add_argument("--zh-dir", type=Path, default=ROOT / "bench" / "zh_eval", help="where the Chinese set is")
     args = parser.parse_args()
     import faiss
 
@@ -201,7 +215,7 @@ def main() -> None:
             wanted = set(args.convs.split(","))
             samples = [s for s in samples if s["sample_id"] in wanted]
         run_set("locomo dev", samples, data / "locomo", TUNE)
-        zh_dir = ROOT / "bench" / "zh_eval"
+        zh_dir = args.zh_dir
         if args.zh:
             files = sorted(zh_dir.glob("*.json")) if zh_dir.is_dir() else []
             if not files:

@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/bench_search.py [--turns 100000 1000000] [--repeat 50]
 
-Synthetic turns (short zh/en sentences from a word list, so BM25 has real postings) with
+Synthetic turns (Zipf-distributed words over a 20,000-word vocabulary plus some real words, so
+BM25 has realistic postings) with
 synthetic vectors (clustered random unit vectors; embedding 3 x 1M texts is not feasible here),
 queried with the real embedder's vector of a real message. Prints, per size: building time,
 the index's search p50 against the one embedding call, HNSW recall@50 against an exact scan,
@@ -12,6 +13,7 @@ and the time to open the saved index. Asserts nothing.
 from __future__ import annotations
 
 import argparse
+import itertools
 import random
 import shutil
 import tempfile
@@ -44,6 +46,18 @@ class SyntheticEmbedder:
         return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
+VOCAB = [f"w{r}" for r in range(20_000)]
+for _i, _w in enumerate(WORDS):
+    VOCAB[100 + 7 * _i] = _w  # the real words sit among the moderately rare ranks
+CUM = list(itertools.accumulate(1.0 / (r + 1) for r in range(len(VOCAB))))
+
+
+def sentence(rnd: random.Random, n: int) -> str:
+    """n words drawn by Zipf's law over a 20,000-word vocabulary (as chat has: a few words in
+    most lines, most words rare)."""
+    return " ".join(rnd.choices(VOCAB, cum_weights=CUM, k=n))
+
+
 def build(folder: Path, turns: int, embedder, chunk: int = 20_000) -> FileTurnIndex:
     rnd = random.Random(5)
     ix = FileTurnIndex(folder, embedder)
@@ -51,8 +65,7 @@ def build(folder: Path, turns: int, embedder, chunk: int = 20_000) -> FileTurnIn
     for a in range(0, turns, chunk):
         docs = []
         for i in range(a, min(turns, a + chunk)):
-            user = " ".join(rnd.sample(WORDS, 4)) + f" {i}"
-            docs.append(TurnDoc(f"t{i:07d}", t0 + 600 * i, user, " ".join(rnd.sample(WORDS, 3))))
+            docs.append(TurnDoc(f"t{i:07d}", t0 + 600 * i, sentence(rnd, 12), sentence(rnd, 10)))
         ix.add(docs, vectors=embedder.embed([""] * (3 * len(docs))).reshape(len(docs), 3, -1))
     ix.save(force=True)
     return ix

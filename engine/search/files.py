@@ -60,7 +60,9 @@ class FileTurnIndex:
     def _reset_rows(self) -> None:
         self.ids: list[str] = []
         self.digest_of: list[str] = []
-        self.row_of: dict[str, int] = {}
+        self._row_of: dict[str, int] | None = {}
+        self.sync_token = ""
+        """Set by the owner when the index matches its source (saved; compared on open)."""
         self.ts = Grow(np.int64)
         self.alive = Grow(np.bool_)
         self.has_text = Grow(np.bool_, (2,))
@@ -75,8 +77,16 @@ class FileTurnIndex:
     def rows(self) -> int:
         return len(self.ids)
 
+    @property
+    def row_of(self) -> dict[str, int]:
+        """Live turn id -> row; built on first use after a load (opening stays fast)."""
+        if self._row_of is None:
+            alive = self.alive.view
+            self._row_of = {tid: r for r, tid in enumerate(self.ids) if alive[r]}
+        return self._row_of
+
     def __len__(self) -> int:
-        return len(self.row_of)
+        return int(self.alive.view.sum()) if self._row_of is None else len(self._row_of)
 
     def digests(self) -> dict[str, str]:
         return {tid: self.digest_of[row] for tid, row in self.row_of.items()}
@@ -193,7 +203,7 @@ class FileTurnIndex:
         records = [self.texts.get(r) for r in keep.tolist()]
         ts, has_text = self.ts.view[keep], self.has_text.view[keep]
         self.ids, self.digest_of = ids, digests
-        self.row_of = {tid: i for i, tid in enumerate(ids)}
+        self._row_of = {tid: i for i, tid in enumerate(ids)}
         self.ts, self.alive = Grow(np.int64, data=ts), Grow(np.bool_, data=np.ones(keep.size, dtype=bool))
         self.has_text = Grow(np.bool_, (2,), data=has_text)
         self._order_ok = False
@@ -230,7 +240,10 @@ class FileTurnIndex:
             log.warning("search: cannot save the index in %s (%s)", self.folder, exc)
 
     def _save_meta(self) -> None:
-        manifest = {"version": VERSION, "model": self.embedder.model_id, "dim": self.dim, "rows": self.rows}
+        manifest = {
+            "version": VERSION, "model": self.embedder.model_id, "dim": self.dim, "rows": self.rows,
+            "sync": self.sync_token,
+        }
         arrays = {
             "manifest": np.frombuffer(json.dumps(manifest).encode("utf-8"), dtype=np.uint8),
             "ids": np.frombuffer("\n".join(self.ids).encode("utf-8"), dtype=np.uint8),
@@ -257,9 +270,10 @@ class FileTurnIndex:
                 if manifest.get("dim") != self.dim:
                     raise ValueError("another vector size")
                 rows = int(manifest["rows"])
+                sync = str(manifest.get("sync", ""))
                 text = bytes(npz["ids"]).decode("utf-8")
                 ids = text.split("\n") if rows else []
-                digests = [d.decode("ascii") for d in npz["digests"].tolist()]
+                digests = _Lazy(npz["digests"])
                 ts, alive, has_text = npz["ts"], npz["alive"], npz["has_text"]
                 text_ends = npz["text_ends"]
                 bm25 = Bm25.from_arrays(npz)
@@ -276,7 +290,8 @@ class FileTurnIndex:
         self.ids, self.digest_of = ids, digests
         self.ts, self.alive = Grow(np.int64, data=ts), Grow(np.bool_, data=alive)
         self.has_text = Grow(np.bool_, (2,), data=has_text)
-        self.row_of = {tid: r for r, tid in enumerate(ids) if alive[r]}
+        self._row_of = None
+        self.sync_token = sync
         self.bm25 = bm25
         self._order_ok = False
         self.version += 1
@@ -297,6 +312,21 @@ class FileTurnIndex:
         self.vectors.reset()
         self.texts.reset()
         self.graph = TurnGraph(self.dim)
+
+
+class _Lazy(list):
+    """The digests as loaded (bytes, decoded when read): decoding 100k strings at open costs
+    more than the few lookups most sessions make."""
+
+    def __init__(self, raw: np.ndarray) -> None:
+        super().__init__(raw.tolist())
+
+    def __getitem__(self, i):
+        v = super().__getitem__(i)
+        return v.decode("ascii") if isinstance(v, bytes) else v
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
 
 
 def _whole(doc: TurnDoc) -> str:

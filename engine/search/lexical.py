@@ -21,8 +21,10 @@ from engine.search.grow import Grow
 K1 = 1.2
 B = 0.75
 COMMON_SHARE = 0.25
-"""A query term in more than this share of units adds little and costs most; it is skipped
-(unless it is the query's only term)."""
+COMMON_MIN = 20_000
+"""A query term in more than COMMON_SHARE of the units, and in more than COMMON_MIN of them,
+adds little and costs most; it is skipped (unless it is the query's only term). The floor keeps
+small diaries exact."""
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,8 @@ class LexicalScores:
 
 class Bm25:
     def __init__(self) -> None:
-        self.vocab: dict[str, int] = {}
+        self._vocab: dict[str, int] | None = {}
+        self._names: list[str] = []
         self.length = Grow(np.int32)  # per unit; 0 for an empty half
         self.df = Grow(np.int32)  # per term, over all postings (dead ones until the next merge)
         self.ptr = np.zeros(1, dtype=np.int64)
@@ -51,6 +54,14 @@ class Bm25:
         self._delta: dict[int, list[tuple[int, int]]] = {}
         self._delta_size = 0
         self._stats: tuple | None = None
+
+    @property
+    def vocab(self) -> dict[str, int]:
+        """term -> id; built on first use after a load (opening stays fast)."""
+        if self._vocab is None:
+            self._vocab = {t: i for i, t in enumerate(self._names)}
+            self._names = []
+        return self._vocab
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -149,7 +160,8 @@ class Bm25:
             idf_of[term] = idf
             if term in content:
                 query_idf += idf
-            if tid is None or df == 0 or (df > COMMON_SHARE * n_units and len(qcounts) > 1):
+            common = df > COMMON_SHARE * n_units and df > COMMON_MIN
+            if tid is None or df == 0 or (common and len(qcounts) > 1):
                 continue
             units, tfs = self._postings(tid)
             keep = unit_alive[units]
@@ -191,7 +203,7 @@ class Bm25:
         self = cls()
         text = bytes(arrays["bm25_vocab"]).decode("utf-8")
         names = text.split("\n") if text else []
-        self.vocab = {t: i for i, t in enumerate(names)}
+        self._names, self._vocab = names, None
         self.length = Grow(np.int32, data=arrays["bm25_length"])
         self.ptr = np.asarray(arrays["bm25_ptr"], dtype=np.int64)
         self.post_unit = np.asarray(arrays["bm25_unit"], dtype=np.int32)

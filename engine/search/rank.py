@@ -39,15 +39,20 @@ def search(ix: "FileTurnIndex", req: SearchRequest) -> list[SearchHit]:
     vector = None if req.vector is None else np.asarray(req.vector, dtype=np.float32).reshape(-1)
     in_range = _range_rows(ix, req.start, req.end)
     dense_rows, dense_sims = _dense_candidates(ix, vector, t.candidates)
-    cand = _candidates(ix, req, lex, dense_rows, in_range)
+    cand, base = _candidates(ix, req, lex, dense_rows, in_range)
     if cand.size == 0:
         return []
 
     # Per candidate row: the three cosines and the lexical scores of both halves and the turn.
-    vecs = ix.vectors.take(cand)
+    # Rows that are only neighbours of a candidate lend context; their vectors are not read.
+    vecs = np.zeros((cand.size, 3, ix.dim), dtype=np.float32)
+    vecs[base] = ix.vectors.take(cand[base])
     has = ix.has_text.view[cand]
-    du = vecs[:, :2] @ vector if vector is not None else np.zeros((cand.size, 2), np.float32)
-    dt = vecs[:, 2] @ vector if vector is not None else np.zeros(cand.size, np.float32)
+    if vector is not None:
+        du = np.where(base[:, None], vecs[:, :2] @ vector, -np.inf)
+        dt = np.where(base, vecs[:, 2] @ vector, -np.inf)
+    else:
+        du, dt = np.full((cand.size, 2), -np.inf, np.float32), np.full(cand.size, -np.inf, np.float32)
     halves = np.stack([2 * cand, 2 * cand + 1], axis=1)
     lu = _lookup(lex.units, lex.unit_scores, halves)
     lt = _lookup(lex.turns, lex.turn_scores, cand)
@@ -79,7 +84,8 @@ def search(ix: "FileTurnIndex", req: SearchRequest) -> list[SearchHit]:
 
 
 def _candidates(ix: "FileTurnIndex", req: SearchRequest, lex, dense_rows: np.ndarray, in_range: np.ndarray) -> np.ndarray:
-    """Rows to score: the top of each signal (and a small range whole), with their neighbours."""
+    """(rows to score, which of them are candidates in their own right rather than neighbours):
+    the top of each signal (and a small range whole), with their neighbours."""
     t = ix.tuning
     if req.only_range:
         if in_range.size <= RANGE_EXACT:
@@ -87,14 +93,16 @@ def _candidates(ix: "FileTurnIndex", req: SearchRequest, lex, dense_rows: np.nda
         else:
             cand = np.intersect1d(np.concatenate([lex.units >> 1, lex.turns, dense_rows]), in_range)
     else:
-        top_u = lex.units[np.argsort(-lex.unit_scores, kind="stable")[: t.candidates]] >> 1
-        top_t = lex.turns[np.argsort(-lex.turn_scores, kind="stable")[: t.candidates]]
+        top_u = lex.units[_top(lex.unit_scores, t.candidates)] >> 1
+        top_t = lex.turns[_top(lex.turn_scores, t.candidates)]
         small_range = in_range if in_range.size <= RANGE_EXACT else np.zeros(0, dtype=np.int64)
-        cand = _with_neighbours(ix, np.unique(np.concatenate([top_u, top_t, dense_rows, small_range])))
-    cand = cand[ix.alive.view[cand]]
+        core = np.unique(np.concatenate([top_u, top_t, dense_rows, small_range]))
+        cand = _with_neighbours(ix, core)
+    cand = np.unique(cand[ix.alive.view[cand]])
     if req.exclude:
-        cand = cand[[ix.ids[r] not in req.exclude for r in cand.tolist()]]
-    return np.unique(cand)
+        cand = cand[np.array([ix.ids[r] not in req.exclude for r in cand.tolist()], dtype=bool)]
+    base = np.ones(cand.size, dtype=bool) if req.only_range else np.isin(cand, core)
+    return cand, base
 
 
 class _Neighbours:
@@ -136,6 +144,13 @@ class _Neighbours:
                 ok, src = self.pairs(sign * d)
                 out |= ok & flat[src]
         return out.reshape(-1, 2)
+
+
+def _top(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k highest scores (any order): a partition, not a full sort."""
+    if scores.size <= k:
+        return np.arange(scores.size)
+    return np.argpartition(-scores, k)[:k]
 
 
 def _range_rows(ix: "FileTurnIndex", start: int | None, end: int | None) -> np.ndarray:
@@ -227,7 +242,7 @@ def _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, ve
                 side=SIDES[s],
                 score=float(score[r, s]),
                 lexical=float(lu[r, s]),
-                dense=float(du[r, s]),
+                dense=float(du[r, s]) if np.isfinite(du[r, s]) else 0.0,
                 terms=tuple(sorted(content & set(q_terms))) if lu[r, s] > 0 else (),
                 why=why,
                 in_range=bool(range_mask[r, s]),

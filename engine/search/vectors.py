@@ -210,9 +210,10 @@ class TurnGraph:
         """Read a saved graph; False when missing or unreadable (the caller rebuilds)."""
         import faiss
 
+        if not path.is_file():
+            return False
         try:
-            data = np.fromfile(path, dtype=np.uint8)
-            index = faiss.deserialize_index(data)
+            index = faiss.read_index(str(path))  # straight from the file: no copies
         except (OSError, RuntimeError, ValueError) as exc:
             if path.exists():
                 log.warning("search: vector graph %s is unreadable (%s); rebuilding it", path, exc)

@@ -132,7 +132,7 @@ def answer(store, diary: UserDiary, query: Query, names: Names) -> list[Hit]:
                     trial = [h for h in trial if h.meta.get("kind") == "broken"]
                 range_hits = trial
             else:
-                if len(cands) > 1:
+                if len(cands) > 1 and _has_content(text, decision.cue):
                     cands = _rank_in_range(diary, cands, span, vector, text, side)
                 range_hits = store.range_hits(diary, cands, parts, budget=budget)
             covered = {str(i) for h in range_hits for i in (h.meta.get("ids") or [h.meta.get("id")]) if i}
@@ -212,7 +212,8 @@ def _range_candidates(store, diary: UserDiary, ranges, decision, vector):
 def _rank_in_range(diary: UserDiary, cands: list[Candidate], span, vector, text: str, side) -> list[Candidate]:
     """Scores for the range's turns from the search restricted to the range (best half)."""
     found: list[SearchHit] = diary.search.search(
-        SearchRequest(text=text, vector=vector, k=4 * len(cands), start=span[0], end=span[1], only_range=True, side=side)
+        SearchRequest(text=text, vector=vector, k=min(2 * len(cands), RAW_CANDIDATES), start=span[0], end=span[1],
+                      only_range=True, side=side)
     )
     best: dict[str, float] = {}
     for h in found:

@@ -74,9 +74,13 @@ class UserDiary:
             self.index = loaded or DiaryIndex(model_id=embedder.model_id, dim=embedder.dim)
             self.search = FileTurnIndex(self._search_folder(paths), embedder)
             self._opening = True  # the first pass leaves the search index to reconcile_search
+            self._in_sync = False
             self.refresh(force=True)
             self._opening = False
-            self.reconcile_search()
+            if self.search.sync_token and self.search.sync_token == self._fingerprint():
+                self._in_sync = True  # saved in step with these very day files: nothing to compare
+            else:
+                self.reconcile_search()
 
     def _search_folder(self, paths: UserPaths):
         """The search index folder this process may write. One process owns the shared one (a
@@ -149,7 +153,11 @@ class UserDiary:
         if gone:
             self.search.remove(gone)
         if entries and not self._opening:
-            self.search.add([doc_of(e) for e in entries])
+            try:
+                self.search.add([doc_of(e) for e in entries])
+            except EmbedderError as exc:  # the next open reconciles; reading goes on
+                log.warning("diary: re-indexing edited turns failed (%s)", exc)
+                self._in_sync = False
 
     def reconcile_search(self, *, progress: bool | None = None) -> int:
         """Index the turns the search index lacks and drop the ones the diary no longer has
@@ -164,6 +172,7 @@ class UserDiary:
                 self.search.remove(extra)
             missing = np.array([i for i, tid in enumerate(ids) if tid not in have], dtype=np.int64)
             if missing.size == 0:
+                self._in_sync = True
                 return 0
             rows = np.sort(missing)
             show = self.progress if progress is None else progress
@@ -178,6 +187,7 @@ class UserDiary:
                 done += self.search.add([doc_of(e) for e in entries], progress=bar.update if bar else None)
             if bar is not None:
                 bar.close()
+            self._in_sync = True
             self.search.save(force=True)
             return done
 
@@ -251,7 +261,17 @@ class UserDiary:
                 self.index.save(self.cache_file)
             except OSError as exc:  # derived data: a failed save only costs a rebuild later
                 log.warning("diary: cannot save the index %s (%s)", self.cache_file, exc)
+            self.search.sync_token = self._fingerprint() if self._in_sync else ""
             self.search.save()
+
+    def _fingerprint(self) -> str:
+        """The day files as the index knows them (name, size, mtime): equal tokens mean the
+        search index was saved in step with exactly these files."""
+        h = hashlib.sha256(str(len(self.index)).encode())
+        for name in sorted(self.index.files):
+            info = self.index.files[name]
+            h.update(f"{name}:{info.size}:{info.mtime_ns};".encode())
+        return h.hexdigest()[:24]
 
     def _hash_appended(self) -> None:
         """Files we appended to carry no content hash yet; hash them while their stat still
@@ -353,6 +373,7 @@ class UserDiary:
             if self.index.dirty:
                 self.embed_missing()
                 self.save()
+            self.search.sync_token = self._fingerprint() if self._in_sync else ""
             self.search.save(force=True)
             if self._private_search is not None:
                 shutil.rmtree(self._private_search, ignore_errors=True)
