@@ -143,7 +143,11 @@ class DiaryConfig(_Strict):
 class CoreConfig(_Strict):
     enabled: bool = True
     top_k: int = Field(default=5, ge=1)
+    min_lift: float = Field(default=0.37, ge=0, le=1)
+    """A fact is injected when its cosine with the message covers this share of the way from the
+    message's baseline (its mean cosine with reference facts about nobody) to a perfect match."""
     threshold: float | None = None
+    """Optional absolute cosine every injected fact must also reach (None: only `min_lift`)."""
     extract_every_turns: int = Field(default=1, ge=1)
     similar_facts_shown: int = Field(default=20, ge=1)
     duplicate_threshold: float | None = None

@@ -149,3 +149,46 @@ def test_failing_memory_llm_through_the_orchestrator(tmp_path, embedder, openai_
         assert any("5 turn(s) await a memory-LLM retry" in d for d in result.diagnostics)
     finally:
         orch.close()
+
+
+DEMO_FACTS = ["名字叫林舟", "刚搬到雾川镇", "在设计工作室上班", "讨厌吃香菜", "养了一只猫叫阿橘",
+              "用户喜欢在下雨天看书，最喜欢的作家是村上春树", "用户的妹妹在北京读大学", "Is allergic to peanuts"]
+UNRELATED = ["今天天气真好", "晚安", "How are you?", "我想去看看阿黄", "昨天我们聊了什么？", "给我讲个笑话吧",
+             "What did we talk about yesterday?", "现在几点了"]
+RELEVANT = {"你还记得我叫什么吗？": "名字叫林舟", "我讨厌吃什么来着": "讨厌吃香菜", "我的猫叫什么名字？": "养了一只猫叫阿橘",
+            "我是做什么工作的": "在设计工作室上班", "Can I eat this peanut butter cookie?": "Is allergic to peanuts"}
+
+
+@pytest.fixture(scope="module")
+def demo_orch(tmp_path_factory, embedder):
+    tmp_path = tmp_path_factory.mktemp("relevance")
+    shutil.copytree(ROOT / "data/agents/xiaoyue", tmp_path / "agents/xiaoyue", ignore=shutil.ignore_patterns("users", ".cache"))
+    config = load_config(overrides={"data_dir": str(tmp_path)}, env={})
+    store = CoreMemoryStore(paths=CharacterPaths(tmp_path / "agents/xiaoyue"), config=config.core,
+                            embedder=embedder, llm=None, prompts=Prompts("zh"), tz=TZ)
+    store.import_facts("lz", [(text, T0) for text in DEMO_FACTS])
+    orch = MemoryOrchestrator.from_config("xiaoyue", config=config, embedder=embedder, stores=[store])
+    yield orch
+    orch.close()
+
+
+@pytest.mark.parametrize("message", UNRELATED)
+def test_unrelated_messages_inject_no_fact(demo_orch, message):
+    result = demo_orch.build_prompt(message, user_id="lz", now=T0 + timedelta(days=1))
+    assert [h.text for h in result.hits if h.store == "core"] == []
+
+
+@pytest.mark.parametrize("message,fact", RELEVANT.items(), ids=list(RELEVANT))
+def test_relevant_messages_get_their_fact_and_why(demo_orch, message, fact):
+    result = demo_orch.build_prompt(message, user_id="lz", now=T0 + timedelta(days=1))
+    core = [h for h in result.hits if h.store == "core"]
+    assert any(fact in h.text for h in core) and all("lift" in h.reason for h in core)
+
+
+def test_a_previous_turn_about_a_fact_does_not_drag_it_into_an_unrelated_message(demo_orch):
+    """The decision is on the message itself; the window before it is the conversation, not a query."""
+    demo_orch.record_turn("我的猫叫阿橘，特别调皮", "阿橘真可爱！", user_id="lz2", at=T0)
+    demo_orch.flush(timeout=60)
+    demo_orch.store("core").import_facts("lz2", [("养了一只猫叫阿橘", T0)])
+    result = demo_orch.build_prompt("晚安", user_id="lz2", now=T0 + timedelta(minutes=5))
+    assert [h for h in result.hits if h.store == "core"] == []

@@ -142,9 +142,14 @@ class CoreAdmin:
             return self._reconciler.apply(tx, [op], vectors, at=when, source=[source], dedupe=dedupe)[0]
 
     def _aware(self, at: datetime | None) -> datetime:
-        if at is None:
-            return datetime.now(self._tz).replace(microsecond=0)
-        return at.replace(tzinfo=self._tz) if at.tzinfo is None else at.astimezone(self._tz)
+        return aware(at, self._tz)
+
+
+def aware(at: datetime | None, tz: ZoneInfo) -> datetime:
+    """`at` in the user's zone (a naive time is local wall time); now when None."""
+    if at is None:
+        return datetime.now(tz).replace(microsecond=0)
+    return at.replace(tzinfo=tz) if at.tzinfo is None else at.astimezone(tz)
 
 
 def _known_texts(facts: Iterable[Fact]) -> dict[str, str]:

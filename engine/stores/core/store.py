@@ -25,13 +25,13 @@ from engine.config import CoreConfig
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
 from engine.stores.base import Hit, Message, Query, Turn
-from engine.stores.core.admin import MANUAL, CoreAdmin
+from engine.stores.core.admin import MANUAL, CoreAdmin, aware
 from engine.stores.core.errors import FactNotFoundError
 from engine.stores.core.extraction import Extraction
 from engine.stores.core.facts import Fact
 from engine.stores.core.ops import FactOp
 from engine.stores.core.reconcile import Applied, Reconciler, forget_turn
-from engine.stores.core.relevance import Relevance
+from engine.stores.core.relevance import MAX_MESSAGE_CHARS, Relevance
 from engine.stores.core.repo import FactRepository
 
 __all__ = ["Applied", "CoreMemoryStore", "FactNotFoundError"]
@@ -60,7 +60,6 @@ class CoreMemoryStore:
         self.llm = llm
         self.prompts = prompts
         self.tz = tz
-        self.threshold = thresholds_for(embedder, "core", config.threshold)
         self.duplicate_threshold = thresholds_for(embedder, "core_duplicate", config.duplicate_threshold)
         self.repo = FactRepository(paths, embedder, tz, check_interval_s=config.check_interval_s, clock=clock)
         self.reconciler = Reconciler(
@@ -69,7 +68,8 @@ class CoreMemoryStore:
             similar_facts_shown=config.similar_facts_shown,
         )
         self.extraction = Extraction(self.repo, self.reconciler, config, tz, wall_clock=wall_clock)
-        self.relevance = Relevance(threshold=self.threshold, top_k=config.top_k)
+        self.relevance = Relevance(embedder, min_lift=config.min_lift, top_k=config.top_k, floor=config.threshold,
+                                   cache_dir=paths.cache_dir)
         self.admin = CoreAdmin(self.repo, self.reconciler, tz)
         """Typed administration: list, add, edit, delete, history, import, pending, reindex."""
 
@@ -81,26 +81,32 @@ class CoreMemoryStore:
     # ------------------------------------------------------------------ Store protocol
 
     def query_texts(self, message: str, recent: Sequence[Message]) -> list[str]:
-        return []
+        """The message alone: whether a fact is relevant is decided on what was just said, not on
+        the previous turns the orchestrator's query text carries along."""
+        text = message.strip()[:MAX_MESSAGE_CHARS]
+        return [text] if self.config.enabled and text else []
 
     def retrieve(self, query: Query) -> list[Hit]:
         if not self.config.enabled:
             return []
+        texts, vectors = query.pieces.get(self.name, ((), None))
+        vector = vectors[0] if texts and vectors is not None and len(vectors) else query.vector
         with self.repo.reading(query.user_id) as view:
-            picks = self.relevance.pick(view.index, query.vector, query.message)
+            picks = self.relevance.pick(view.index, vector)
             facts = [(view.facts[p.fact_id], p) for p in picks]
         return [self._hit(fact, pick.score, pick.reason) for fact, pick in facts]
 
     def record(self, turn: Turn) -> None:
         """Extract facts from a finished turn; idempotent by turn id (see `extraction.py`)."""
         if self.config.enabled:
+            self.relevance.reference()  # embedded here on the background worker, not in a prompt
             self.extraction.record(turn)
 
     def forget(self, user_id: str, turn_id: str) -> int:
         """Withdraw what a turn did to the facts (a regenerated reply): facts only it stated are
         deleted, texts it replaced or deleted come back; history keeps every step. Returns how many
         facts were deleted or reverted."""
-        with self.repo.writing(user_id, now=datetime.now(self.tz).replace(microsecond=0)) as tx:
+        with self.repo.writing(user_id, now=aware(None, self.tz)) as tx:
             return forget_turn(tx, turn_id, at=tx.now)
 
     def problems(self) -> list[str]:
@@ -155,7 +161,7 @@ class CoreMemoryStore:
     def apply(self, user_id: str, ops: Sequence[FactOp], *, at: datetime | None = None,
               source: Sequence[str] = ()) -> list[Applied]:
         """Apply operations (as an extractor would) behind the near-duplicate guard."""
-        when = self.admin._aware(at)
+        when = aware(at, self.tz)
         vectors = self.reconciler.embed_ops(ops)
         with self.repo.writing(user_id, now=when) as tx:
             return self.reconciler.apply(tx, ops, vectors, at=when, source=list(source))
