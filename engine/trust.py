@@ -48,6 +48,7 @@ CHARACTER_KEYS: frozenset[str] = frozenset({
     "core.enabled",
     "core.top_k",
     "core.threshold",
+    "core.min_lift",
     "core.extract_every_turns",
     "core.similar_facts_shown",
     "core.duplicate_threshold",
