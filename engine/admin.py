@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from engine.character import list_characters, load_character
 from engine.config import EngineConfig
 from engine.errors import EngineError
+from engine.journal import JournalStatus
 from engine.paths import character_paths, validate_id
 from engine.stores.base import Hit
 from engine.stores.core import CoreAdmin, CoreMemoryStore
@@ -110,12 +111,16 @@ class StoreStatus:
 class MemoryStatus:
     character: str
     stores: tuple[StoreStatus, ...]
-    jobs: tuple[str, ...]
-    """Background work not done yet or failed (from the journal), one line each."""
+    journal: JournalStatus
+    """Background work not done yet or failed, per user (from the journal files)."""
 
     @property
     def ok(self) -> bool:
-        return not self.jobs and not any(s.problems for s in self.stores)
+        return self.journal.ok and not any(s.problems for s in self.stores)
+
+    def lines(self) -> list[str]:
+        out = [f"{s.name}: {p}" for s in self.stores for p in s.problems]
+        return out + self.journal.lines()
 
 
 @dataclass(frozen=True)
@@ -253,7 +258,7 @@ class MemoryAdmin:
 
     def status(self) -> MemoryStatus:
         stores = tuple(StoreStatus(s.name, tuple(s.problems())) for s in self._orch.stores)
-        return MemoryStatus(self._orch.paths.root.name, stores, tuple(self._orch.job_problems()))
+        return MemoryStatus(self._orch.paths.root.name, stores, self._orch.journal_status())
 
     def reindex(self, user_id: str, *, progress: bool = False) -> ReindexReport:
         """Rebuild the derived indexes of one user from the files (`.cache/` is always safe to delete)."""
