@@ -145,6 +145,18 @@ def characters(config: EngineConfig) -> list[CharacterInfo]:
     return out
 
 
+def clear_cache(config: EngineConfig, character_id: str) -> Path | None:
+    """Delete the character's `.cache/` (derived data only; rebuilt on the next open). Call it before
+    opening the character. Returns the folder removed, if there was one."""
+    import shutil
+
+    paths = character_paths(config.data_dir, character_id)
+    if not paths.cache_dir.exists():
+        return None
+    shutil.rmtree(paths.cache_dir)
+    return paths.cache_dir
+
+
 class MemoryAdmin:
     """Administration of one character's memory (see the module docstring)."""
 
@@ -179,7 +191,7 @@ class MemoryAdmin:
     # -- users ----------------------------------------------------------------------------------
 
     def user_ids(self) -> list[str]:
-        folder: Path = self._orch.paths.users_dir
+        folder: Path = self._orch.paths.root / "users"
         if not folder.is_dir():
             return []
         ids = []
@@ -248,6 +260,13 @@ class MemoryAdmin:
             for e in store.entries()
         )
         return WorldBookView(store.status(), entries)
+
+    def world_book_summary(self) -> list[str]:
+        if not self._has("world_book"):
+            return []
+        status = self.world_book_store.status()
+        lines = [f"world book: {status.entries} entries from {status.files_loaded} of {status.files} files"]
+        return lines + [f"world book: {e}" for e in status.errors]
 
     def try_world_book(self, message: str, *, now: datetime | None = None) -> TryResult:
         """Which world-book entries a message fires, and why; records nothing."""
