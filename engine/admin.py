@@ -27,7 +27,8 @@ from engine.journal import JournalStatus
 from engine.paths import character_paths, validate_id
 from engine.stores.base import Hit
 from engine.stores.core import CoreAdmin, CoreMemoryStore
-from engine.stores.diary import DiaryEntry, DiarySearchResult, DiaryStore
+from engine.stores.diary import DiaryEntry, DiaryStore
+from engine.stores.diary.admin import DiarySearchResult
 from engine.stores.worldbook import BookStatus, WorldBookStore
 
 if TYPE_CHECKING:
@@ -282,6 +283,6 @@ class MemoryAdmin:
     def reindex(self, user_id: str, *, progress: bool = False) -> ReindexReport:
         """Rebuild the derived indexes of one user from the files (`.cache/` is always safe to delete)."""
         validate_id(user_id, kind="user id")
-        turns = self.diary_store.reindex(user_id, progress=progress) if self._has("diary") else 0
+        turns = self.diary_store.reindex(user_id) if self._has("diary") else 0
         facts = self.facts.reindex(user_id) if self._has("core") else 0
         return ReindexReport(user_id, turns, facts)

@@ -291,7 +291,7 @@ function factCard(f) {
   }
   if (!f.deleted_at) {
     card.append(el("div", { class: "actions edit-only" },
-      el("button", { type: "button", onclick: () => editFact(card, f) }, t("edit")),
+      el("button", { type: "button", dataset: { action: "edit" }, onclick: () => editFact(card, f) }, t("edit")),
       el("button", { type: "button", onclick: () => guarded(async () => {
         if (!confirm(t("confirmDelete"))) return;
         await api("DELETE", `${userPath()}/facts/${enc(f.id)}`);
@@ -305,7 +305,7 @@ function factCard(f) {
 function editFact(card, f) {
   const input = el("input", { name: "fact" }); input.value = f.text;
   card.replaceChildren(input, el("div", { class: "actions" },
-    el("button", { type: "button", onclick: () => guarded(async () => {
+    el("button", { type: "button", dataset: { action: "save" }, onclick: () => guarded(async () => {
       await api("PUT", `${userPath()}/facts/${enc(f.id)}`, { text: input.value });
       status(t("saved"));
       await loadFacts();
