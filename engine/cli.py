@@ -145,30 +145,31 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
-    import shutil
-
-    from engine.paths import character_paths
+    from engine.admin import clear_cache
 
     config = _config(args)
-    paths = character_paths(config.data_dir, args.character)
-    if paths.cache_dir.exists():
-        shutil.rmtree(paths.cache_dir)
-        print(f"removed {paths.cache_dir}")
+    removed = clear_cache(config, args.character)  # before opening: nothing may hold the old files
+    if removed:
+        print(f"removed {removed}")
     with _open(args, progress=True, config=config) as orch:
-        stores = {s.name: s for s in orch.stores}
-        if "world_book" in stores:
-            status = stores["world_book"].status()
-            print(f"world book: {status.entries} entries from {status.files_loaded} files")
-        users_dir = paths.root / "users"
-        users = sorted(p.name for p in users_dir.iterdir() if p.is_dir()) if users_dir.is_dir() else []
-        for user in users:
-            done = []
-            if "diary" in stores:
-                done.append(f"diary {stores['diary'].reindex(user)} turns")
-            if "core" in stores:
-                done.append(f"core {len(stores['core'].facts(user))} facts")  # opening rebuilds its index
-            print(f"user {user}: " + ", ".join(done or ["nothing to index"]))
+        admin = orch.admin
+        for line in admin.world_book_summary():
+            print(line)
+        for user in admin.user_ids():
+            report = admin.reindex(user, progress=True)
+            print(f"user {user}: diary {report.diary_turns} turns, core {report.facts} facts")
     return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """Every store's problems and the journal's unfinished work; exit 1 when anything needs a look."""
+    with _open(args) as orch:
+        status = orch.admin.status()
+        for line in status.lines():
+            print(line)
+        if status.ok:
+            print(f"{status.character}: ok")
+    return 0 if status.ok else 1
 
 
 def cmd_facts(args: argparse.Namespace) -> int:
@@ -180,18 +181,18 @@ def cmd_facts(args: argparse.Namespace) -> int:
     if args.action in ("list", "delete") and text:
         _usage(args, f"'facts {args.action}' takes no text (got {text!r})")
     with _open(args) as orch:
-        store = orch.store("core")
+        facts = orch.admin.facts
         if args.action == "list":
-            for fact in store.facts(args.user):
+            for fact in facts.list(args.user):
                 print(f"{fact.id}  {fact.learned_at:%Y-%m-%d}  {fact.text}")
         elif args.action == "add":
-            fact = store.add_fact(args.user, text)
-            print(f"added {fact.id}")
+            added = facts.add(args.user, text)
+            print(f"added {added.fact.id}" if added.created else f"kept {added.fact.id} ({added.note})")
         elif args.action == "edit":
-            store.update_fact(args.user, args.id, text)
+            facts.edit(args.user, args.id, text)
             print(f"updated {args.id}")
         elif args.action == "delete":
-            store.delete_fact(args.user, args.id)
+            facts.delete(args.user, args.id)
             print(f"deleted {args.id}")
     return 0
 
@@ -268,6 +269,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("character")
     _common(p, user=False)
     COMMANDS["reindex"] = (p, cmd_reindex)
+
+    p = _command(sub, "status", help="every store's problems and unfinished background work; exits 1 if any",
+                 example="kioku status xiaoyue")
+    p.add_argument("character")
+    _common(p, user=False)
+    COMMANDS["status"] = (p, cmd_status)
 
     p = _command(sub, "facts", help="list, add, edit or delete a user's core facts",
                  example='kioku facts xiaoyue add 讨厌吃香菜 --user linzhou')

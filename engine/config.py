@@ -205,6 +205,9 @@ class ServiceConfig(_Strict):
     client_system: Literal["ignore", "append"] = "ignore"
     """What to do with the client's own system messages: drop them (the character's persona
     stands), or append them as a system message after the persona."""
+    allow_edit: bool = False
+    """Accept changes to memory through the HTTP API and the inspector page (facts, diary turns);
+    off, the service only reads memory (chat turns are still recorded). Every change is logged."""
     allow_remote_without_token: bool = False
     """Bind a non-loopback address with no token set (only behind an authenticating proxy)."""
     shutdown_grace_s: float = Field(default=3.0, ge=0)

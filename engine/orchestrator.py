@@ -15,6 +15,7 @@ The sync methods are the implementation; the async ones run them in a thread.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import secrets
 import time
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.adapters.embedder import Embedder
+from engine.admin import MemoryAdmin
 from engine.adapters.llm import LLM
 from engine.character import Character, open_character
 from engine.config import EngineConfig, open_config
@@ -306,6 +308,23 @@ class MemoryOrchestrator:
 
     async def arecent_turns(self, user_id: str, *, chat_id: str | None = None, n: int = 2) -> tuple[RecentTurn, ...]:
         return await asyncio.to_thread(self.recent_turns, user_id, chat_id=chat_id, n=n)
+
+    @functools.cached_property
+    def admin(self) -> MemoryAdmin:
+        """Look at and correct this character's memory: users, diary, facts, world book, status
+        (typed; what the CLI, the HTTP memory API and the inspector call)."""
+        return MemoryAdmin(self)
+
+    def explain(self, message: str, *, store: str, user_id: str | None = None,
+                now: datetime | None = None) -> tuple[list[Hit], list[str]]:
+        """What one store would contribute for `message`, and the diagnostics; nothing is recorded
+        and no window is read (the world book's "try a message", previews)."""
+        self._check_open()
+        if store not in {s.name for s in self.stores}:
+            raise KeyError(f"no store named {store!r} (have: {', '.join(s.name for s in self.stores)})")
+        uid = validate_id(user_id, kind="user id") if user_id else "-"
+        read = self._reader.read(message, user_id=uid, now=self._local(now), recent=(), text=message, only={store})
+        return list(read.hits_by_tier.get(store, [])), list(read.diagnostics)
 
     def journal_status(self, user_id: str | None = None) -> JournalStatus:
         """Unfinished memory work per user (pending and failed jobs with their errors), read from

@@ -24,7 +24,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -76,15 +76,17 @@ class Reader:
         self.lanes = [Lane(s.name, size=size, stuck_limit=config.stuck_calls_per_store) for s in self.stores]
 
     def read(
-        self, message: str, *, user_id: str, now: datetime, recent: Sequence[Message], text: str
+        self, message: str, *, user_id: str, now: datetime, recent: Sequence[Message], text: str,
+        only: Collection[str] | None = None,
     ) -> Read:
+        """Embed once and ask every store (or the stores named in `only`, for previews)."""
         timings: dict[str, float] = {}
         diagnostics: list[str] = []
         with self.gate.admit() as waited:
             timings["admission"] = round(waited * 1000, 3)
             query = self._embed(message, user_id=user_id, now=now, recent=tuple(recent), text=text,
                                 timings=timings, diagnostics=diagnostics)
-            hits_by_tier = self._ask_all(query, timings, diagnostics)
+            hits_by_tier = self._ask_all(query, timings, diagnostics, only=only)
         return Read(query, hits_by_tier, tuple(diagnostics), timings)
 
     def close(self) -> None:
@@ -138,10 +140,14 @@ class Reader:
 
     # -- fan-out ---------------------------------------------------------------------------
 
-    def _ask_all(self, query: Query, timings: dict[str, float], diagnostics: list[str]) -> dict[str, list[Hit]]:
+    def _ask_all(
+        self, query: Query, timings: dict[str, float], diagnostics: list[str], *, only: Collection[str] | None = None
+    ) -> dict[str, list[Hit]]:
         timeout = self.config.store_timeout_s
         calls: list[tuple[Store, Lane, _Call | str]] = []
         for store, lane in zip(self.stores, self.lanes):
+            if only is not None and store.name not in only:
+                continue
             answer = query.vector is not None or not getattr(store, "needs_vector", False)
             calls.append((store, lane, lane.start(partial(_ask, store, query, answer=answer))))
         hits_by_tier: dict[str, list[Hit]] = {}

@@ -165,11 +165,14 @@ def create_app(
     app.state.housekeeping_rules = compile_patterns(config.service.housekeeping_patterns)
     install_error_handlers(app, data_dir=config.data_dir)
 
-    from engine.service import chat, memory_api
+    from engine.service import chat, inspect_api, memory_api
 
     auth = [Depends(make_auth(tokens))]
     app.include_router(chat.router, dependencies=auth)
     app.include_router(memory_api.router, dependencies=auth)
+    app.include_router(inspect_api.top_router, dependencies=auth)
+    app.include_router(inspect_api.router, dependencies=auth)
+    inspect_api.mount_page(app)
     app.include_router(memory_api.public_router)
 
     if config.service.cors_origins:

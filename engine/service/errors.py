@@ -22,7 +22,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engine.errors import DataFileError, EngineError, InvalidIdError
+from engine.admin import StoreDisabledError, TurnNotFoundError
 from engine.fifo import ShuttingDownError
+from engine.stores.core import FactNotFoundError, FactStoreBusyError, FactTextError
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +107,26 @@ def install_error_handlers(app: FastAPI, *, data_dir: Path | None = None) -> Non
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return error_response(exc.status_code, str(exc.detail), kind="invalid_request_error",
                               headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(StoreDisabledError)
+    async def _store_off(request: Request, exc: StoreDisabledError) -> JSONResponse:
+        return error_response(404, str(exc), kind="invalid_request_error", code="store_disabled")
+
+    @app.exception_handler(TurnNotFoundError)
+    async def _no_turn(request: Request, exc: TurnNotFoundError) -> JSONResponse:
+        return error_response(404, str(exc), kind="invalid_request_error", code="turn_not_found")
+
+    @app.exception_handler(FactNotFoundError)
+    async def _no_fact(request: Request, exc: FactNotFoundError) -> JSONResponse:
+        return error_response(404, str(exc), kind="invalid_request_error", code="fact_not_found")
+
+    @app.exception_handler(FactTextError)
+    async def _bad_fact(request: Request, exc: FactTextError) -> JSONResponse:
+        return error_response(400, str(exc), kind="invalid_request_error", code="bad_fact_text")
+
+    @app.exception_handler(FactStoreBusyError)
+    async def _busy(request: Request, exc: FactStoreBusyError) -> JSONResponse:
+        return error_response(503, str(exc), kind="server_error", code="busy", headers={"Retry-After": "1"})
 
     @app.exception_handler(ShuttingDownError)
     async def _shutting_down(request: Request, exc: ShuttingDownError) -> JSONResponse:

@@ -1,15 +1,17 @@
 """The memory API: prompt preview, the short-term state, core facts, diary entries, world-book status, health.
 
-Routes are plain functions (FastAPI runs them in its thread pool); the stores do file I/O.
+Routes are plain functions (FastAPI runs them in its thread pool) over the library's admin API
+(`orch.admin`, engine/admin.py); they never reach into a store. Changes need `service.allow_edit`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
 from engine.orchestrator import MemoryOrchestrator
 from engine.paths import validate_id
@@ -30,10 +32,12 @@ from engine.service.models import (
     WorldBookStatusOut,
 )
 
+log = logging.getLogger(__name__)
+
 router = APIRouter(prefix="/v1/characters/{character}", tags=["memory"])
 public_router = APIRouter(tags=["health"])
 
-_ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (400, 401, 404, 413, 422, 503)}
+_ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (400, 401, 403, 404, 413, 422, 503)}
 CharacterId = Path(min_length=1, max_length=64, examples=["xiaoyue"], description="character id (folder under data/agents/)")
 UserId = Path(min_length=1, max_length=64, examples=["alice"], description="user id")
 MAX_DIARY_DAYS = 366
@@ -43,12 +47,11 @@ def _orch(request: Request, character: str) -> MemoryOrchestrator:
     return request.app.state.registry.get(character)
 
 
-def _store(orch: MemoryOrchestrator, name: str) -> Any:
-    try:
-        return orch.store(name)
-    except KeyError:
-        raise ServiceError(404, f"the {name} store is disabled for character {orch.paths.root.name!r} "
-                           f"({name}.enabled: false)", code="store_disabled") from None
+def require_edit(request: Request) -> None:
+    """A dependency: memory changes only where the operator switched them on (`service.allow_edit`)."""
+    if not request.app.state.config.service.allow_edit:
+        raise ServiceError(403, "this service is read-only: set service.allow_edit: true to change memory",
+                           code="read_only")
 
 
 def _user(request: Request, user: str) -> str:
@@ -102,32 +105,36 @@ def short_term(request: Request, character: str = CharacterId, user: str = UserI
 @router.get("/users/{user}/facts", response_model=list[FactOut], responses=_ERRORS, summary="The user's core facts")
 def list_facts(request: Request, character: str = CharacterId, user: str = UserId,
                include_deleted: bool = Query(False, description="also facts deleted (kept for their history)")) -> list[FactOut]:
-    store = _store(_orch(request, character), "core")
-    return [_fact(f) for f in store.facts(_user(request, user), include_deleted=include_deleted)]
+    facts = _orch(request, character).admin.facts
+    return [_fact(f) for f in facts.list(_user(request, user), include_deleted=include_deleted)]
 
 
 @router.post("/users/{user}/facts", response_model=FactOut, status_code=201, responses=_ERRORS,
+             dependencies=[Depends(require_edit)],
              summary="Add a core fact (an equal or near-duplicate fact is returned instead)")
 def add_fact(request: Request, body: FactIn, character: str = CharacterId, user: str = UserId) -> FactOut:
-    store = _store(_orch(request, character), "core")
-    return _fact(_checked(lambda: store.add_fact(_user(request, user), _text(body.text))))
+    added = _orch(request, character).admin.facts.add(_user(request, user), body.text)
+    log.info("memory api: %s/%s fact %s added", character, user, added.fact.id)
+    return _fact(added.fact)
 
 
 @router.put("/users/{user}/facts/{fact_id}", response_model=FactOut, responses=_ERRORS,
-            summary="Replace a fact's text (the old text goes to its history)")
+            dependencies=[Depends(require_edit)], summary="Replace a fact's text (the old text goes to its history)")
 def update_fact(request: Request, body: FactIn, character: str = CharacterId, user: str = UserId,
                 fact_id: str = Path(min_length=1, max_length=64)) -> FactOut:
-    store = _store(_orch(request, character), "core")
-    return _fact(_checked(lambda: store.update_fact(_user(request, user), fact_id, _text(body.text))))
+    fact = _orch(request, character).admin.facts.edit(_user(request, user), fact_id, body.text)
+    log.info("memory api: %s/%s fact %s edited", character, user, fact_id)
+    return _fact(fact)
 
 
 @router.delete("/users/{user}/facts/{fact_id}", response_model=FactOut, responses=_ERRORS,
-               summary="Delete a fact (kept for its history unless purge=true)")
+               dependencies=[Depends(require_edit)], summary="Delete a fact (kept for its history unless purge=true)")
 def delete_fact(request: Request, character: str = CharacterId, user: str = UserId,
                 fact_id: str = Path(min_length=1, max_length=64),
                 purge: bool = Query(False, description="remove the fact and its history entirely")) -> FactOut:
-    store = _store(_orch(request, character), "core")
-    return _fact(_checked(lambda: store.delete_fact(_user(request, user), fact_id, purge=purge)))
+    fact = _orch(request, character).admin.facts.delete(_user(request, user), fact_id, purge=purge)
+    log.info("memory api: %s/%s fact %s deleted%s", character, user, fact_id, " (purged)" if purge else "")
+    return _fact(fact)
 
 
 @router.get("/users/{user}/diary", response_model=DiaryPage, responses=_ERRORS,
@@ -140,9 +147,8 @@ def diary(
                             max_length=40),
 ) -> DiaryPage:
     orch = _orch(request, character)
-    store = _store(orch, "diary")
     lo, hi = _range(start, end, orch)
-    entries = store.entries(_user(request, user), lo, hi)
+    entries = orch.admin.diary(_user(request, user), lo, hi)
     return DiaryPage(start=lo, end=hi, entries=[
         DiaryEntryOut(id=e.id, at=e.at, tag=e.tag, user=e.user, assistant=e.assistant) for e in entries
     ])
@@ -151,7 +157,7 @@ def diary(
 @router.get("/world-book", response_model=WorldBookStatusOut, responses=_ERRORS,
             summary="World-book files, entries, and every error with its file and line")
 def world_book(request: Request, character: str = CharacterId) -> WorldBookStatusOut:
-    status = dataclasses.asdict(_store(_orch(request, character), "world_book").status())
+    status = dataclasses.asdict(_orch(request, character).admin.world_book().status)
     # Paths relative to the data folder: a client has no business knowing the server's layout.
     data_dir = request.app.state.config.data_dir
 
@@ -165,23 +171,6 @@ def world_book(request: Request, character: str = CharacterId) -> WorldBookStatu
 
 
 # -- helpers -------------------------------------------------------------------------------------
-
-
-def _checked(call: Any) -> Any:
-    from engine.stores.core.store import FactNotFoundError
-
-    try:
-        return call()
-    except FactNotFoundError as exc:
-        raise ServiceError(404, str(exc), code="fact_not_found") from None
-
-
-def _text(text: str) -> str:
-    if not text.strip():
-        raise ServiceError(400, "a fact needs some text (got only whitespace)", code="empty_fact")
-    if any(ord(c) < 32 and c not in "\t\n\r" or 0xD800 <= ord(c) <= 0xDFFF for c in text):
-        raise ServiceError(400, "a fact may not contain control characters", code="bad_fact_text")
-    return text
 
 
 # Times this close to the ends of Python's calendar cannot be stepped over (a day later, to UTC)

@@ -231,3 +231,76 @@ class WorldBookStatusOut(BaseModel):
     errors: list[BookErrorOut]
     """Each broken file and line, and why (the last good version of the file stays active)."""
     embed_error: str | None
+
+
+# -- the inspector's view of a character (engine.admin) -------------------------------------------
+
+
+class CharacterOut(BaseModel):
+    id: str
+    name: str
+    """The display name from character.yaml."""
+    language: str
+    timezone: str
+    allow_edit: bool = False
+    """Whether this service accepts changes to memory (`service.allow_edit`)."""
+
+
+class UserOut(BaseModel):
+    id: str
+    turns: int
+    facts: int
+    last_active: datetime | None = None
+
+
+class DayCountOut(BaseModel):
+    day: str
+    """A local day, YYYY-MM-DD."""
+    turns: int
+
+
+class DiarySearchHitOut(BaseModel):
+    id: str
+    at: datetime
+    tag: str
+    user: str
+    assistant: str
+    score: float
+    reason: str
+    """Which half matched and how: words, meaning, context, range."""
+
+
+class DiaryEditIn(RequestBody):
+    user: str | None = Field(default=None, max_length=20_000)
+    assistant: str | None = Field(default=None, max_length=20_000)
+    tag: str | None = Field(default=None, max_length=200)
+
+
+class WorldBookEntryOut(BaseModel):
+    id: str
+    file: str
+    line: int
+    keys: list[str]
+    secondary_keys: list[str]
+    logic: str
+    content: str
+    constant: bool
+    enabled: bool
+
+
+class WorldBookEntriesOut(BaseModel):
+    entries: list[WorldBookEntryOut]
+    problems: list[BookErrorOut]
+    """Every error of the book's files, with file and line."""
+
+
+class TryIn(RequestBody):
+    message: str = Text
+    now: datetime | None = None
+
+
+class TryOut(BaseModel):
+    """What the world book would inject for a message, and why; nothing is recorded."""
+
+    hits: list[HitOut]
+    diagnostics: list[str]

@@ -48,6 +48,8 @@ def service_config(data_dir: Path, upstream_url: str, *, token: str | None = Non
         "data_dir": str(data_dir),
         "llm": {"backend": "openai", "base_url": upstream_url, "model": "fake-model", "max_retries": 0, "timeout_s": 2},
         "memory_llm": {"backend": "none"},
+        # Tests change facts through the API; a deployment switches this on deliberately.
+        "service": {"allow_edit": True},
     }
     secrets = dict(env or {})
     if token:
