@@ -89,6 +89,8 @@ def browser():
 @pytest.fixture
 def page(browser, served):
     context = browser.new_context(locale="en-US", viewport={"width": 1280, "height": 900})
+    # English first (the page would follow the character's Chinese); test_chinese_interface switches.
+    context.add_init_script("localStorage.setItem('kioku-lang', 'en')")
     pg = context.new_page()
     pg.goto(f"{served}/inspector/?character=xiaoyue&user=linzhou")
     pg.fill("#token", TOKEN)
