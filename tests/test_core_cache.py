@@ -62,7 +62,7 @@ def make_store(tmp_path, embedder):
         store = CoreMemoryStore(paths=CharacterPaths(tmp_path / "xiaoyue"), config=CoreConfig(),
                                 embedder=CountingEmbedder(embedder), llm=None, prompts=Prompts("zh"), tz=TZ)
         made.append(store)
-        return store
+        return warmed(store)
 
     yield make
     for store in made:
@@ -93,6 +93,15 @@ def opened(make_store):
     facts = store.facts("alice", include_deleted=True)
     store.close()
     return store, facts
+
+
+def warmed(store):
+    """The relevance decision's reference facts embedded up front (once per process anyway), so
+    that the embedder's records show only the store's own fact work."""
+    store.relevance.reference()
+    for record in (store.embedder.calls, store.embedder.texts, store.embedder.passages):
+        record.clear()
+    return store
 
 
 def ask(store, message):

@@ -49,7 +49,7 @@ def make_store(tmp_path, embedder):
             wall_clock=wall_clock,
         )
         made.append(store)
-        return store
+        return warmed(store)
 
     yield make
     for store in made:
@@ -58,6 +58,15 @@ def make_store(tmp_path, embedder):
 
 def turn(text, i=0, user_id="alice", assistant="好的，我记住啦。"):
     return Turn(id=f"t{i}", user_id=user_id, at=T0 + timedelta(minutes=i), user=text, assistant=assistant)
+
+
+def warmed(store):
+    """The relevance decision's reference facts embedded up front (once per process anyway), so
+    that the embedder's records show only the store's own fact work."""
+    store.relevance.reference()
+    for record in (store.embedder.calls, store.embedder.texts, store.embedder.passages):
+        record.clear()
+    return store
 
 
 def ask(store, message, user_id="alice"):
