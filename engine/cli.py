@@ -4,15 +4,26 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import NoReturn
 
 from engine.errors import EngineError
 
 Handler = Callable[[argparse.Namespace], int]
 COMMANDS: dict[str, tuple[argparse.ArgumentParser, Handler]] = {}
+USAGE_ERROR = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (argparse prints the usage block first; the value and the
+    hint to --help are what a user needs)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {message} (see: {self.prog} --help)\n")
 
 
 def _command(sub, name: str, *, help: str, example: str) -> argparse.ArgumentParser:
@@ -23,6 +34,33 @@ def _command(sub, name: str, *, help: str, example: str) -> argparse.ArgumentPar
     return parser
 
 
+def _iso_time(value: str) -> datetime:
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an ISO date-time (e.g. 2026-11-22T20:30)") from None
+
+
+def _port(value: str) -> int:
+    try:
+        port = int(value)
+    except ValueError:
+        port = -1
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port number (1-65535)")
+    return port
+
+
+def _positive(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of at least 1")
+    return n
+
+
 def _common(p: argparse.ArgumentParser, *, user: bool = True) -> None:
     p.add_argument("--config", type=Path, default=None, help="config file (default: ./config.yaml, else built-in defaults)")
     p.add_argument("--data-dir", type=Path, default=None, help="data folder holding agents/ (default: from config)")
@@ -30,12 +68,22 @@ def _common(p: argparse.ArgumentParser, *, user: bool = True) -> None:
         p.add_argument("--user", default="default", help="user id (default: %(default)s)")
 
 
-def _open(args: argparse.Namespace, *, progress: bool = False):
+def _config(args: argparse.Namespace):
+    from engine.config import open_config
+
+    return open_config(path=args.config, data_dir=args.data_dir)
+
+
+def _open(args: argparse.Namespace, *, progress: bool = False, config=None):
     from engine.orchestrator import MemoryOrchestrator
 
     return MemoryOrchestrator.from_config(
-        args.character, config_path=args.config, data_dir=args.data_dir, progress=progress
+        args.character, config=config if config is not None else _config(args), progress=progress
     )
+
+
+def _usage(args: argparse.Namespace, message: str) -> NoReturn:
+    COMMANDS[args.command][0].error(message)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -48,9 +96,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_prompt(args: argparse.Namespace) -> int:
     from engine.show import format_result, result_json
 
-    now = datetime.fromisoformat(args.now) if args.now else None
     with _open(args) as orch:
-        result = orch.build_prompt(args.message, user_id=args.user, now=now)
+        result = orch.build_prompt(args.message, user_id=args.user, now=args.now)
     print(result_json(result) if args.json else format_result(result))
     return 0
 
@@ -98,49 +145,54 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
-    import shutil
+    from engine.admin import clear_cache
 
-    from engine.paths import character_paths
-    from engine.config import load_config
-    from engine.factory import default_config_path
-
-    config = load_config(args.config if args.config else default_config_path())
-    data_dir = args.data_dir or config.data_dir
-    paths = character_paths(data_dir, args.character)
-    if paths.cache_dir.exists():
-        shutil.rmtree(paths.cache_dir)
-        print(f"removed {paths.cache_dir}")
-    with _open(args, progress=True) as orch:
-        stores = {s.name: s for s in orch.stores}
-        if "world_book" in stores:
-            status = stores["world_book"].status()
-            print(f"world book: {status.entries} entries from {status.files_loaded} files")
-        users_dir = paths.root / "users"
-        users = sorted(p.name for p in users_dir.iterdir() if p.is_dir()) if users_dir.is_dir() else []
-        for user in users:
-            done = []
-            if "diary" in stores:
-                done.append(f"diary {stores['diary'].reindex(user)} turns")
-            if "core" in stores:
-                done.append(f"core {len(stores['core'].facts(user))} facts")  # opening rebuilds its index
-            print(f"user {user}: " + ", ".join(done or ["nothing to index"]))
+    config = _config(args)
+    removed = clear_cache(config, args.character)  # before opening: nothing may hold the old files
+    if removed:
+        print(f"removed {removed}")
+    with _open(args, progress=True, config=config) as orch:
+        admin = orch.admin
+        for line in admin.world_book_summary():
+            print(line)
+        for user in admin.user_ids():
+            report = admin.reindex(user, progress=True)
+            print(f"user {user}: diary {report.diary_turns} turns, core {report.facts} facts")
     return 0
 
 
-def cmd_facts(args: argparse.Namespace) -> int:
+def cmd_status(args: argparse.Namespace) -> int:
+    """Every store's problems and the journal's unfinished work; exit 1 when anything needs a look."""
     with _open(args) as orch:
-        store = orch.store("core")
+        status = orch.admin.status()
+        for line in status.lines():
+            print(line)
+        if status.ok:
+            print(f"{status.character}: ok")
+    return 0 if status.ok else 1
+
+
+def cmd_facts(args: argparse.Namespace) -> int:
+    text = " ".join(args.text).strip()
+    if args.action in ("add", "edit") and not text:
+        _usage(args, f"'facts {args.action}' needs the fact text, e.g. kioku facts {args.character} add 讨厌吃香菜")
+    if args.action in ("edit", "delete") and not args.id:
+        _usage(args, f"'facts {args.action}' needs --id (see: kioku facts {args.character} list)")
+    if args.action in ("list", "delete") and text:
+        _usage(args, f"'facts {args.action}' takes no text (got {text!r})")
+    with _open(args) as orch:
+        facts = orch.admin.facts
         if args.action == "list":
-            for fact in store.facts(args.user):
+            for fact in facts.list(args.user):
                 print(f"{fact.id}  {fact.learned_at:%Y-%m-%d}  {fact.text}")
         elif args.action == "add":
-            fact = store.add_fact(args.user, " ".join(args.text))
-            print(f"added {fact.id}")
+            added = facts.add(args.user, text)
+            print(f"added {added.fact.id}" if added.created else f"kept {added.fact.id} ({added.note})")
         elif args.action == "edit":
-            store.update_fact(args.user, args.id, " ".join(args.text))
+            facts.edit(args.user, args.id, text)
             print(f"updated {args.id}")
         elif args.action == "delete":
-            store.delete_fact(args.user, args.id)
+            facts.delete(args.user, args.id)
             print(f"deleted {args.id}")
     return 0
 
@@ -151,7 +203,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     report = import_moechat(
         args.root, user_id=args.user, char=args.char, agent=args.agent, tz=args.tz,
-        config_path=args.config, data_dir=args.data_dir, keep_thresholds=args.keep_thresholds,
+        config=_config(args), keep_thresholds=args.keep_thresholds,
         overwrite_lore=args.overwrite_lore, progress=not args.no_progress and sys.stderr.isatty(),
     )
     print(format_report(report))
@@ -177,7 +229,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="kioku", description="A multi-tier character memory engine (記憶).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="example:\n  kioku demo",
@@ -194,7 +246,8 @@ def build_parser() -> argparse.ArgumentParser:
                  example='kioku prompt xiaoyue "昨天我们聊了什么" --user linzhou --now 2026-11-22T20:30')
     p.add_argument("character")
     p.add_argument("message")
-    p.add_argument("--now", default=None, help="ISO time to answer at (default: now; naive = the character's zone)")
+    p.add_argument("--now", type=_iso_time, default=None,
+                   help="ISO time to answer at (default: now; naive = the character's zone)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     _common(p)
     COMMANDS["prompt"] = (p, cmd_prompt)
@@ -216,6 +269,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("character")
     _common(p, user=False)
     COMMANDS["reindex"] = (p, cmd_reindex)
+
+    p = _command(sub, "status", help="every store's problems and unfinished background work; exits 1 if any",
+                 example="kioku status xiaoyue")
+    p.add_argument("character")
+    _common(p, user=False)
+    COMMANDS["status"] = (p, cmd_status)
 
     p = _command(sub, "facts", help="list, add, edit or delete a user's core facts",
                  example='kioku facts xiaoyue add 讨厌吃香菜 --user linzhou')
@@ -249,23 +308,51 @@ def build_parser() -> argparse.ArgumentParser:
                  example="KIOKU_API_TOKEN=secret kioku serve --port 8765")
     p.add_argument("--host", default=None, help="address to bind (default: service.host, 127.0.0.1); "
                    "a non-loopback address needs a token")
-    p.add_argument("--port", type=int, default=None, help="port (default: service.port, 8765)")
-    p.add_argument("--workers", type=int, default=1, help="worker processes (more than 1 needs short_term.backend: redis)")
+    p.add_argument("--port", type=_port, default=None, help="port (default: service.port, 8765)")
+    p.add_argument("--workers", type=_positive, default=1,
+                   help="worker processes (more than 1 needs short_term.backend: redis)")
     _common(p, user=False)
     COMMANDS["serve"] = (p, cmd_serve)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. User errors (bad arguments, bad files, bad config, unknown ids) print one
+    line naming the value and return 2; no traceback escapes for them."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    for arg in argv:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            # The shell passed bytes that are not UTF-8; Python kept them as lone surrogates.
+            print(f"kioku: error: argument {os.fsencode(arg)!r} is not valid UTF-8 text", file=sys.stderr)
+            return USAGE_ERROR
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # Process-wide settings belong to the entry point, not to library imports (one FAISS thread is
+    # faster for single queries on small machines).
+    from engine.runtime import configure_threads
+
+    configure_threads()
     _, handler = COMMANDS[args.command]
     try:
         return handler(args)
     except EngineError as exc:
-        print(f"kioku: error: {exc}", file=sys.stderr)
-        return 2
+        print(f"kioku: error: {_one_line(str(exc))}", file=sys.stderr)
+    except OSError as exc:
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"kioku: error: {exc.strerror or exc}{where}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("kioku: interrupted", file=sys.stderr)
+        return 130
+    return USAGE_ERROR
+
+
+def _one_line(message: str) -> str:
+    # Multi-problem messages ("invalid configuration:\n  a\n  b") become "...: a; b".
+    head, *rest = [part.strip() for part in message.splitlines() if part.strip()] or [""]
+    return head + (" " if head.endswith(":") else "; ") + "; ".join(rest) if rest else head
 
 
 if __name__ == "__main__":

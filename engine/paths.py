@@ -2,24 +2,43 @@
 
 from __future__ import annotations
 
-import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
 from engine.errors import InvalidIdError
 
-# Letters (any script, so 小月 is a valid character id), digits, and _ - . inside; no separators.
-_ID_RE = re.compile(r"^[\w][\w.\-]{0,63}$", re.UNICODE)
+MAX_ID_CHARS = 64
+# Folder names are limited to 255 bytes; 64 characters of a 4-byte script would be 256.
+MAX_ID_BYTES = 192
+
+
+def _id_char(ch: str, *, first: bool) -> bool:
+    # Letters and digits of any script (小月, Zoë, नमस्ते with its combining vowel signs) and '_';
+    # '.' and '-' inside. Nothing else: no separators, no whitespace, no control characters.
+    if ch.isalnum() or ch == "_":
+        return True
+    return not first and (ch in ".-" or unicodedata.category(ch) in ("Mn", "Mc", "Me"))
 
 
 def validate_id(value: str, *, kind: str = "id") -> str:
-    """Return `value` if it is a safe single path component, else raise InvalidIdError naming it."""
+    """Return `value` if it is a safe single path component, else raise InvalidIdError naming it.
+
+    Every character is checked, so a trailing newline (`"u1\\n"`, which a `$`-anchored regex
+    lets through) is refused like any other control character."""
     if not isinstance(value, str):
         raise InvalidIdError(f"{kind} must be a string (got {value!r} that is a {type(value).__name__})")
-    if not _ID_RE.match(value) or ".." in value or value.endswith("."):
+    ok = (
+        0 < len(value) <= MAX_ID_CHARS
+        and all(_id_char(ch, first=i == 0) for i, ch in enumerate(value))
+        and ".." not in value
+        and not value.endswith(".")
+        and len(value.encode("utf-8")) <= MAX_ID_BYTES
+    )
+    if not ok:
         raise InvalidIdError(
-            f"{kind} {value!r} is not allowed: use 1-64 letters, digits, '_', '-' or '.', "
-            "starting with a letter or digit, no path separators and no '..'"
+            f"{kind} {value!r} is not allowed: use 1-{MAX_ID_CHARS} letters (any script), digits, '_', '-' "
+            "or '.', starting with a letter, digit or '_', no path separators, spaces, control characters or '..'"
         )
     return value
 

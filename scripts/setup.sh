@@ -44,4 +44,26 @@ if [ "$mode" = dev ] && ! command -v redis-server >/dev/null 2>&1; then
     sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
   fi
 fi
+if [ "$mode" = dev ] && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  echo "setup: installing PostgreSQL (Debian package) for the Postgres tests without pgvector"
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+  else
+    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+  fi
+fi
+if [ "$mode" = dev ] && [ "$(id -u)" = 0 ] && ! id kioku-pg >/dev/null 2>&1; then
+  # initdb refuses to run as root: the test servers run as this system user.
+  useradd --system --no-create-home --shell /usr/sbin/nologin kioku-pg
+fi
+if [ "$mode" = dev ] && ! command -v chromium >/dev/null 2>&1; then
+  # The inspector's browser tests drive Debian's chromium with Playwright (its own browser
+  # download cannot work offline); a CJK font makes the Chinese pages readable in screenshots.
+  echo "setup: installing chromium and a CJK font (Debian packages) for the inspector's browser tests"
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-microhei >/dev/null
+  else
+    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-microhei >/dev/null
+  fi
+fi
 echo "setup: ready ($mode)"

@@ -76,3 +76,70 @@ def test_every_subpackage_ships_in_the_wheel():
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
     on_disk = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "engine").rglob("__init__.py")}
     assert on_disk <= listed, f"add to pyproject packages: {sorted(on_disk - listed)}"
+
+
+# -- user errors: one line naming the value, exit 2, no traceback ------------------------------
+
+import os  # noqa: E402
+import shutil  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def cli_data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    shutil.copytree(ROOT / "data/agents/xiaoyue", root / "data/agents/xiaoyue", ignore=shutil.ignore_patterns("users", ".cache"))
+    shutil.copytree(ROOT / "data/agents/xiaoyue", root / "data/agents/thief", ignore=shutil.ignore_patterns("users", ".cache"))
+    with open(root / "data/agents/thief/character.yaml", "a", encoding="utf-8") as f:
+        f.write("  llm:\n    base_url: http://127.0.0.1:9/v1\n")
+    (root / "bad.yaml").write_text("retrieval:\n  budjet: 1\ncore:\n  top_k: many\n", encoding="utf-8")
+    (root / "bomb.yaml").write_text("a: &a [1, 2]\nb: [*a, *a]\n", encoding="utf-8")
+    return root
+
+
+D = "--data-dir=data"
+# (case id, argv after `kioku`, what the one line must say)
+USER_ERRORS = [
+    ("facts add without text", ["facts", "xiaoyue", "add", D], "'facts add' needs the fact text"),
+    ("facts add blank text", ["facts", "xiaoyue", "add", "  ", D], "'facts add' needs the fact text"),
+    ("facts edit without id", ["facts", "xiaoyue", "edit", "新的", D], "'facts edit' needs --id"),
+    ("facts delete without id", ["facts", "xiaoyue", "delete", D], "'facts delete' needs --id"),
+    ("now is not a time", ["prompt", "xiaoyue", "hi", "--now", "yesterday", D], "argument --now: 'yesterday' is not an ISO date-time"),
+    ("invalid UTF-8 argument", ["prompt", "xiaoyue", b"\xff\xfe", D], "argument b'\\xff\\xfe' is not valid UTF-8"),
+    ("invalid UTF-8 option value", ["prompt", "xiaoyue", "hi", "--user", b"u\xff", D], "argument b'u\\xff' is not valid UTF-8"),
+    ("port too large", ["serve", "--port", "70000", D], "argument --port: '70000' is not a port number (1-65535)"),
+    ("port not a number", ["serve", "--port", "http", D], "argument --port: 'http' is not a port number"),
+    ("no workers", ["serve", "--workers", "0", D], "argument --workers: '0' is not a whole number of at least 1"),
+    ("missing config file", ["prompt", "xiaoyue", "hi", "--config", "nowhere/config.yaml", D], "nowhere/config.yaml: no such config file"),
+    ("missing config to check", ["config", "--check", "nowhere.yaml"], "nowhere.yaml: no such config file"),
+    ("config is a folder", ["prompt", "xiaoyue", "hi", "--config", "data", D], "data: is a folder, not a config file"),
+    ("bad config: every problem on one line", ["prompt", "xiaoyue", "hi", "--config", "bad.yaml", D],
+     "bad.yaml:2: unknown key 'retrieval.budjet'; "),
+    ("alias in config", ["config", "--check", "bomb.yaml"], "bomb.yaml:2: YAML aliases (*a) are not allowed"),
+    ("unknown character", ["prompt", "nobody", "hi", D], "nobody/character.yaml: no character.yaml"),
+    ("character id escapes", ["prompt", "../x", "hi", D], "character id '../x' is not allowed"),
+    ("user id with a newline", ["prompt", "xiaoyue", "hi", "--user", "u1\n", D], "user id 'u1\\n' is not allowed"),
+    ("character steals the key", ["prompt", "thief", "hi", D], "key 'config.llm.base_url' may not be set by a character folder"),
+    ("unknown command", ["frobnicate"], "invalid choice: 'frobnicate'"),
+    ("missing argument", ["prompt", "xiaoyue"], "the following arguments are required: message"),
+    ("unknown option", ["prompt", "xiaoyue", "hi", "--frob"], "unrecognized arguments: --frob"),
+]
+
+
+@pytest.mark.parametrize("argv, expected", [c[1:] for c in USER_ERRORS], ids=[c[0] for c in USER_ERRORS])
+def test_user_errors_are_one_line_and_exit_2(cli_data, argv, expected):
+    """The real CLI in a subprocess, from a folder that is not the source tree."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [os.fsencode(sys.executable), b"-m", b"engine.cli", *(a if isinstance(a, bytes) else a.encode() for a in argv)],
+        capture_output=True, timeout=300, cwd=cli_data, env=env,
+    )
+    err = out.stderr.decode("utf-8", "replace")
+    assert out.returncode == 2, err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert expected in lines[0], lines[0]
+    assert lines[0].startswith("kioku")
+    assert not (cli_data / "data/agents/xiaoyue/users/u1\n").exists()

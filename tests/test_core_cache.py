@@ -6,9 +6,11 @@ import logging
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+import faiss
+import numpy as np
 import pytest
 
-import engine.stores.core.store as store_module
+import engine.stores.core.repo as repo_module
 from engine.config import CoreConfig
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
@@ -82,7 +84,15 @@ def no_yaml(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("core_mem.yml was parsed")
 
-    monkeypatch.setattr(store_module, "parse_facts", refuse)
+    monkeypatch.setattr(repo_module, "parse_facts", refuse)
+
+
+def opened(make_store):
+    """A store that has read the file and, closing, written the cache (readers never write it)."""
+    store = make_store()
+    facts = store.facts("alice", include_deleted=True)
+    store.close()
+    return store, facts
 
 
 def ask(store, message):
@@ -91,7 +101,7 @@ def ask(store, message):
 
 
 def test_warm_open_equals_a_parse_and_parses_no_yaml(make_store, core_file, request):
-    parsed = make_store().facts("alice", include_deleted=True)
+    _, parsed = opened(make_store)
     assert [f.text for f in parsed] == ["住在成都", "养了一只猫叫小白", "喜欢爬山", "讨厌吃香菜", "在学日语"]
     request.getfixturevalue("no_yaml")
     warm = make_store()
@@ -104,11 +114,12 @@ def test_warm_open_equals_a_parse_and_parses_no_yaml(make_store, core_file, requ
 
 
 def test_write_after_a_warm_open_keeps_order_and_history(make_store, core_file, request):
-    make_store().facts("alice")  # builds the cache
+    opened(make_store)  # builds the cache
     request.getfixturevalue("no_yaml")
     warm = make_store()
     ask(warm, "我讨厌吃什么？")  # some rows built, the rest still columns
     updated = warm.update_fact("alice", "fe", "在学法语", at=T0)
+    warm.close()
     assert [(r.text, r.change) for r in updated.history] == [("在学日语", "update")]
     again = make_store()
     facts = again.facts("alice", include_deleted=True)
@@ -117,25 +128,38 @@ def test_write_after_a_warm_open_keeps_order_and_history(make_store, core_file, 
     assert warm.embedder.passages == ["在学法语"] and again.embedder.passages == []
 
 
-def test_version_1_cache_keeps_its_vectors(make_store, core_file):
-    """A cache written before the column snapshot: its index is reused, the file parsed once."""
-    parsed = make_store().facts("alice", include_deleted=True)
-    state_path = CharacterPaths(core_file.parents[2]).user("alice").cache / "core_state.json"
-    state = json.loads(state_path.read_text(encoding="utf-8"))
-    entries = state["entries"]
-    state.update(
-        version=1,
-        entries={f: [i, h] for f, i, h in zip(entries["fact"], entries["faiss"], entries["hash"])},
-        facts=[fact_to_dict(f) for f in parsed],
-    )
-    state_path.write_text(json.dumps(state, ensure_ascii=False), encoding="utf-8")
+@pytest.mark.parametrize("version", [1, 2])
+def test_flat_cache_of_older_versions_keeps_its_vectors(make_store, core_file, version):
+    """A cache written before the graph index (a flat IndexIDMap2; version 1 also before the column
+    snapshot): its vectors move into the new index, nothing is embedded again."""
+    store, parsed = opened(make_store)
+    cache = CharacterPaths(core_file.parents[2]).user("alice").cache
+    state = json.loads((cache / "core_state.json").read_text(encoding="utf-8"))
+    rows = [(f, h) for f, h in zip(state["rows"]["fact"], state["rows"]["hash"]) if f is not None]
+    index = store.repo.user("alice").index
+    vectors = np.stack([index.vector(f) for f, _ in rows])
+    flat = faiss.IndexIDMap2(faiss.IndexFlatIP(vectors.shape[1]))
+    faiss_ids = [10 + i for i in range(len(rows))]
+    flat.add_with_ids(vectors, np.asarray(faiss_ids, dtype=np.int64))
+    faiss.write_index(flat, str(cache / "core.faiss"))
+    if version == 1:
+        entries = {f: [i, h] for (f, h), i in zip(rows, faiss_ids)}
+        facts = [fact_to_dict(f) for f in parsed]
+    else:
+        entries = {"fact": [f for f, _ in rows], "faiss": faiss_ids, "hash": [h for _, h in rows]}
+        facts = state["facts"]
+    old = {"version": version, "model": state["model"], "dim": state["dim"], "file_hash": state["file_hash"],
+           "next_id": 10 + len(rows), "entries": entries, "facts": facts}
+    (cache / "core_state.json").write_text(json.dumps(old, ensure_ascii=False), encoding="utf-8")
     upgraded = make_store()
     assert upgraded.facts("alice", include_deleted=True) == parsed and upgraded.embedder.passages == []
-    assert json.loads(state_path.read_text(encoding="utf-8"))["version"] == 2
+    assert "住在成都" in ask(upgraded, "我住在哪里？")[0].text
+    upgraded.close()
+    assert json.loads((cache / "core_state.json").read_text(encoding="utf-8"))["version"] == 3
 
 
 def test_snapshot_that_disagrees_is_rebuilt_with_a_warning(make_store, core_file, caplog):
-    parsed = make_store().facts("alice", include_deleted=True)
+    _, parsed = opened(make_store)
     state_path = CharacterPaths(core_file.parents[2]).user("alice").cache / "core_state.json"
     state = json.loads(state_path.read_text(encoding="utf-8"))
     state["facts"]["text"].pop()

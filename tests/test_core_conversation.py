@@ -9,12 +9,13 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from engine.adapters.llm import ScriptedLLM
+from engine.adapters.llm import OpenAIChatLLM, ScriptedLLM
 from engine.config import CoreConfig, load_config
 from engine.orchestrator import MemoryOrchestrator
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
 from engine.stores.base import Query, Turn
+from engine.fake_openai import Status
 from engine.stores.core import CoreMemoryStore
 
 from counting import CountingEmbedder
@@ -96,7 +97,7 @@ def test_hand_edit_between_two_build_prompt_calls(tmp_path, embedder):
     """Change one fact, delete one, add one by editing core_mem.yml: the next build_prompt sees it,
     and only the changed and added facts are embedded again."""
     shutil.copytree(ROOT / "data/agents/xiaoyue", tmp_path / "agents/xiaoyue", ignore=shutil.ignore_patterns("users", ".cache"))
-    config = load_config(overrides={"data_dir": str(tmp_path)}, env={})
+    config = load_config(overrides={"data_dir": str(tmp_path), "core": {"check_interval_s": 0}}, env={})
     counting = CountingEmbedder(embedder)
     store = CoreMemoryStore(paths=CharacterPaths(tmp_path / "agents/xiaoyue"), config=config.core,
                             embedder=counting, llm=None, prompts=Prompts("zh"), tz=TZ)
@@ -124,3 +125,70 @@ def test_hand_edit_between_two_build_prompt_calls(tmp_path, embedder):
         assert sorted(counting.passages) == ["住在成都", "喜欢爬山"]
     finally:
         orch.close()
+
+
+def test_failing_memory_llm_through_the_orchestrator(tmp_path, embedder, openai_server):
+    """`record_turn` with a memory LLM answering 500: the offline rules still get all five facts,
+    `build_prompt` injects them, and its diagnostics say the turns wait for an LLM retry."""
+    shutil.copytree(ROOT / "data/agents/xiaoyue", tmp_path / "agents/xiaoyue", ignore=shutil.ignore_patterns("users", ".cache"))
+    config = load_config(overrides={"data_dir": str(tmp_path)}, env={})
+    llm = OpenAIChatLLM(model="memory", base_url=openai_server.base_url, timeout_s=2, max_retries=0)
+    store = CoreMemoryStore(paths=CharacterPaths(tmp_path / "agents/xiaoyue"), config=config.core,
+                            embedder=embedder, llm=llm, prompts=Prompts("zh"), tz=TZ)
+    orch = MemoryOrchestrator.from_config("xiaoyue", config=config, embedder=embedder, stores=[store])
+    said = ["我叫林舟", "我住在成都", "我讨厌吃香菜", "我养了一只猫叫小白", "我在腾讯工作"]
+    try:
+        for i, text in enumerate(said):
+            openai_server.push(Status(500))
+            orch.record_turn(text, "好的", user_id="lz", at=T0 + timedelta(minutes=i))
+        assert orch.flush(timeout=60) and orch.background_errors == []
+        facts = sorted(f.text for f in store.facts("lz"))
+        assert facts == sorted(["名字叫林舟", "住在成都", "讨厌吃香菜", "养了一只猫叫小白", "在腾讯工作"])
+        result = orch.build_prompt("我的猫叫什么名字？", user_id="lz", now=T0 + timedelta(days=1))
+        assert any("小白" in h.text for h in result.hits if h.store == "core")
+        assert any("5 turn(s) await a memory-LLM retry" in d for d in result.diagnostics)
+    finally:
+        orch.close()
+
+
+DEMO_FACTS = ["名字叫林舟", "刚搬到雾川镇", "在设计工作室上班", "讨厌吃香菜", "养了一只猫叫阿橘",
+              "用户喜欢在下雨天看书，最喜欢的作家是村上春树", "用户的妹妹在北京读大学", "Is allergic to peanuts"]
+UNRELATED = ["今天天气真好", "晚安", "How are you?", "我想去看看阿黄", "昨天我们聊了什么？", "给我讲个笑话吧",
+             "What did we talk about yesterday?", "现在几点了"]
+RELEVANT = {"你还记得我叫什么吗？": "名字叫林舟", "我讨厌吃什么来着": "讨厌吃香菜", "我的猫叫什么名字？": "养了一只猫叫阿橘",
+            "我是做什么工作的": "在设计工作室上班", "Can I eat this peanut butter cookie?": "Is allergic to peanuts"}
+
+
+@pytest.fixture(scope="module")
+def demo_orch(tmp_path_factory, embedder):
+    tmp_path = tmp_path_factory.mktemp("relevance")
+    shutil.copytree(ROOT / "data/agents/xiaoyue", tmp_path / "agents/xiaoyue", ignore=shutil.ignore_patterns("users", ".cache"))
+    config = load_config(overrides={"data_dir": str(tmp_path)}, env={})
+    store = CoreMemoryStore(paths=CharacterPaths(tmp_path / "agents/xiaoyue"), config=config.core,
+                            embedder=embedder, llm=None, prompts=Prompts("zh"), tz=TZ)
+    store.import_facts("lz", [(text, T0) for text in DEMO_FACTS])
+    orch = MemoryOrchestrator.from_config("xiaoyue", config=config, embedder=embedder, stores=[store])
+    yield orch
+    orch.close()
+
+
+@pytest.mark.parametrize("message", UNRELATED)
+def test_unrelated_messages_inject_no_fact(demo_orch, message):
+    result = demo_orch.build_prompt(message, user_id="lz", now=T0 + timedelta(days=1))
+    assert [h.text for h in result.hits if h.store == "core"] == []
+
+
+@pytest.mark.parametrize("message,fact", RELEVANT.items(), ids=list(RELEVANT))
+def test_relevant_messages_get_their_fact_and_why(demo_orch, message, fact):
+    result = demo_orch.build_prompt(message, user_id="lz", now=T0 + timedelta(days=1))
+    core = [h for h in result.hits if h.store == "core"]
+    assert any(fact in h.text for h in core) and all("lift" in h.reason for h in core)
+
+
+def test_a_previous_turn_about_a_fact_does_not_drag_it_into_an_unrelated_message(demo_orch):
+    """The decision is on the message itself; the window before it is the conversation, not a query."""
+    demo_orch.record_turn("我的猫叫阿橘，特别调皮", "阿橘真可爱！", user_id="lz2", at=T0)
+    demo_orch.flush(timeout=60)
+    demo_orch.store("core").import_facts("lz2", [("养了一只猫叫阿橘", T0)])
+    result = demo_orch.build_prompt("晚安", user_id="lz2", now=T0 + timedelta(minutes=5))
+    assert [h for h in result.hits if h.store == "core"] == []

@@ -50,6 +50,10 @@ BAD_REPLIES = {
     "add_without_text": '{"operations": [{"op": "ADD"}]}',
     "update_without_text": '{"operations": [{"op": "UPDATE", "id": 1}]}',
     "object_without_ops": '{"facts_found": 0}',
+    "nested_50000_deep": "[" * 50_000 + "]" * 50_000,
+    "nested_ops_5000_deep": '{"operations": ' + "[" * 5000 + "]" * 5000 + "}",
+    "nested_operation": '{"operations": [' + "[" * 3000 + "]" * 3000 + "]}",
+    "nested_text": '{"operations": [{"op": "ADD", "text": ' + "[" * 900 + "]" * 900 + "}]}",
 }
 
 

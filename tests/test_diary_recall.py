@@ -24,7 +24,11 @@ def _lines(name: str) -> list[str]:
 
 def _fires(message: str, *, require_cue: bool = True) -> bool:
     ranges = [clip_to_past(e.start, e.end, NOW) for e in parse_time_ranges(message, now=NOW)]
-    return decide(message, has_past_range=any(r is not None for r in ranges), require_cue=require_cue).use
+    ranges = [r for r in ranges if r is not None]
+    today = NOW.replace(hour=0, minute=0, second=0, microsecond=0)
+    return decide(
+        message, has_past_range=bool(ranges), require_cue=require_cue, before_today=any(stop <= today for _, stop in ranges)
+    ).use
 
 
 def test_false_trigger_and_recall_rates():
@@ -43,7 +47,7 @@ def test_false_trigger_and_recall_rates():
     )
     print("false triggers:", false)
     print("missed:", missed)
-    assert len(false) / len(ordinary) <= 0.05
+    assert len(false) / len(ordinary) <= 0.03
     assert len(missed) / len(recall) <= 0.05
 
 
@@ -59,6 +63,16 @@ def test_false_trigger_and_recall_rates():
         ("上周三我吃了什么", True),
         ("what did I tell you last Tuesday?", True),
         ("Do you remember what I said yesterday?", True),
+        # A question about a past day needs no recall cue (issue 10); a statement never fires.
+        ("What was our conversation yesterday about?", True),
+        ("在5月6号我读了一本书，它的名字是？", True),
+        ("5月4号的天气怎么样？我的心情怎么样？", True),
+        ("在4月28号你给我推荐了一个笔记软件，它的名字是？", True),
+        ("我4月30号为什么要问你舒缓压力和放松心情的办法？", True),
+        ("昨天加班到很晚", False),
+        ("I went hiking last weekend", False),
+        ("前几天手机摔坏了", False),
+        ("今天几号", False),
     ],
     ids=lambda v: str(v),
 )

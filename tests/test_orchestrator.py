@@ -175,6 +175,12 @@ def test_ids_are_validated(data_dir, embedder):
             orch.build_prompt("hi", user_id="../../etc")
         with pytest.raises(InvalidIdError):
             orch.record_turn("a", "b", user_id="a/b")
+        with pytest.raises(InvalidIdError, match="chat id"):
+            orch.build_prompt("hi", user_id="u1", chat_id="")
+        with pytest.raises(InvalidIdError, match="turn id"):
+            orch.record_turn("a", "b", user_id="u1", turn_id="")
+        with pytest.raises(InvalidIdError, match="turn id"):
+            orch.forget_turn("x" * 300, user_id="u1")
     with pytest.raises(InvalidIdError):
         MemoryOrchestrator.from_config("../xiaoyue", config=load_config(overrides={"data_dir": str(data_dir)}, env={}), stores=[])
 
@@ -193,3 +199,18 @@ def test_broken_world_book_file_is_named_in_diagnostics(data_dir):
         result = orch.build_prompt("我想坐缆车", user_id="u1")
     assert any("坏文件.yaml:2" in d and d.startswith("world_book:") for d in result.diagnostics)
     assert any(h.store == "world_book" and "缆车" in h.reason for h in result.hits)
+
+
+@pytest.mark.parametrize("brain", ["historical_summary: [1, 2]\n", "historical_summary: ok\nupdated_at: {a: 1}\n"],
+                         ids=["summary-is-a-list", "time-is-a-mapping"])
+def test_a_broken_brain_file_still_gives_a_prompt_and_is_named(data_dir, embedder, brain):
+    """Issue 12 item 5: a wrong type in brain.yaml is a diagnostic with file and line, not an AttributeError."""
+    with open_orch(data_dir, embedder, []) as orch:
+        orch.record_turn("我今天去了江边", "真好", user_id="u1", at=datetime(2026, 11, 22, 10, tzinfo=TZ))
+        brain_file = data_dir / "agents/xiaoyue/users/u1/brain.yaml"
+        brain_file.write_text(brain, encoding="utf-8")
+        result = orch.build_prompt("还记得吗", user_id="u1", now=datetime(2026, 11, 22, 12, tzinfo=TZ))
+    contents = [m["content"] for m in result.messages]
+    assert "我今天去了江边" in contents and contents[-1] == "还记得吗"
+    line = brain.count("\n", 0, brain.index("{") if "{" in brain else 0) + 1
+    assert any(d.startswith("short_term: ") and f"brain.yaml:{line}:" in d and "must be text" in d for d in result.diagnostics)

@@ -212,3 +212,75 @@ def test_orchestrator_on_the_redis_backend(tmp_path, redis_url, redis_client, em
     assert "我今天坐了缆车。" in contents and "雾大的时候缆车会停运哦。" in contents
     assert redis_client.llen("kioku:alice:xiaoyue/default:window") == 2
     assert not (tmp_path / "agents/xiaoyue/users/alice/history.yaml").exists()
+
+
+class TestCheckAndSet:
+    def test_a_slow_fold_with_a_short_lock_loses_no_turn_appended_meanwhile(self, tmp_path, redis_url, redis_client):
+        """The fold's LLM call outlives the lock timeout; other workers append 16 turns meanwhile.
+        The fold is applied by check-and-set (LTRIM of what it folded), so all 16 stay."""
+        started, release = threading.Event(), threading.Event()
+
+        def slow(messages):
+            started.set()
+            assert release.wait(10)
+            return "慢摘要。"
+
+        folder = make_memory(tmp_path, redis_url, llm=ScriptedLLM(rule=slow), redis_lock_timeout_s=0.2)
+        writer = make_memory(tmp_path, redis_url, redis_lock_timeout_s=0.2, redis_lock_wait_s=0.5)
+        for i in range(5):
+            folder.add_turn(turn(i))
+        t = threading.Thread(target=folder.fold, args=("u1",), kwargs={"now": T0})
+        t.start()
+        assert started.wait(10)
+        for i in range(100, 116):
+            assert writer.add_turn(turn(i))  # no wait: nobody holds the lock during the LLM call
+        release.set()
+        t.join(10)
+        ids = [m.id for m in writer.state("u1").messages]
+        assert [i for i in ids if i.endswith(":u")][-16:] == [f"t{i:03d}:u" for i in range(100, 116)]
+        assert writer.summary("u1") == "慢摘要。"
+
+    def test_a_fold_whose_head_changed_is_refused(self, tmp_path, redis_url, redis_client):
+        mem = make_memory(tmp_path, redis_url, llm=ScriptedLLM(rule=lambda m: "摘要。"))
+        for i in range(5):
+            mem.add_turn(turn(i))
+        stale = mem.prepare_fold("u1", now=T0)
+        mem.remove_turn("u1", "t000")
+        assert mem.apply_fold("u1", stale) is False
+        assert [m.id for m in mem.state("u1").messages][0] == "t001:u" and mem.summary("u1") == ""
+
+    def test_remove_takes_only_that_turn(self, tmp_path, redis_url, redis_client):
+        mem = make_memory(tmp_path, redis_url)
+        for i in range(3):
+            mem.add_turn(turn(i))
+        assert mem.remove_turn("u1", "t001") == 2
+        assert mem.remove_turn("u1", "t001") == 0
+        assert [m.id for m in mem.state("u1").messages] == ["t000:u", "t000:a", "t002:u", "t002:a"]
+
+
+class TestChatsAndText:
+    def test_each_chat_has_its_own_key_and_the_default_chat_keeps_the_configured_one(self, tmp_path, redis_url, redis_client):
+        mem = make_memory(tmp_path, redis_url, chat_id="main")
+        mem.add_turn(turn(1))
+        mem.add_turn(Turn(id="x1", user_id="u1", at=T0, user="另一个聊天", assistant="好", chat_id="小月的聊天"))
+        assert redis_client.llen("kioku:u1:c/main:window") == 2
+        (other,) = [k for k in redis_client.keys("kioku:u1:c/*:window") if k != "kioku:u1:c/main:window"]
+        assert other.startswith("kioku:u1:c/~")
+        assert [m.content for m in mem.state("u1", chat_id="小月的聊天").messages] == ["另一个聊天", "好"]
+
+    def test_odd_text_round_trips(self, tmp_path, redis_url, redis_client):
+        text = "一\u2028二\u2029三\u0085四\ud800五"
+        mem = make_memory(tmp_path, redis_url, max_messages=2)
+        mem.add_turn(Turn(id="t1", user_id="u1", at=T0, user=text, assistant=text))
+        assert [m.content for m in make_memory(tmp_path, redis_url).state("u1").messages] == [text, text]
+        mem.add_turn(turn(2))
+        mem.fold("u1", now=T0)
+        assert text in make_memory(tmp_path, redis_url).summary("u1")
+
+    def test_an_unreadable_brain_is_reported_not_raised(self, tmp_path, redis_url, redis_client):
+        mem = make_memory(tmp_path, redis_url)
+        mem.add_turn(turn(1))
+        redis_client.set(f"{mem.backend.key('u1')}:brain", '{"historical_summary": [1, 2]}')
+        state = mem.state("u1")
+        assert not state.brain_ok and len(state.messages) == 2
+        assert any("historical_summary must be text" in p for p in state.problems)

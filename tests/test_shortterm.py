@@ -7,7 +7,7 @@ import pytest
 
 from engine.adapters.llm import OpenAIChatLLM, ScriptedLLM
 from engine.config import ShortTermConfig
-from engine.errors import LLMError
+from engine.errors import DataFileError, LLMError
 from engine.fake_openai import Delay, Garbage, Status
 from engine.paths import character_paths
 from engine.prompts import Prompts
@@ -110,15 +110,19 @@ def test_long_text_is_summarised_in_windows_and_always_stops(tmp_path):
     assert count_tokens(update.text) <= 2 * 50 * 2
 
 
-def test_torn_last_line_is_set_aside(tmp_path):
+def test_torn_last_line_is_skipped_by_readers_and_set_aside_by_the_next_write(tmp_path):
     mem = make_memory(tmp_path)
     mem.add_turn(turn(1))
     history = tmp_path / "agents/c/users/u1/history.yaml"
     with open(history, "a", encoding="utf-8") as f:
         f.write('- {"id": "t002:u", "role": "us')  # a crash mid-append
+    torn = history.read_bytes()
     restarted = make_memory(tmp_path)
     assert [m.id for m in restarted.state("u1").messages] == ["t001:u", "t001:a"]
+    assert history.read_bytes() == torn and not history.with_name("history.yaml.corrupt").exists()  # readers never write
+    restarted.add_turn(turn(3))
     assert "t002:u" in history.with_name("history.yaml.corrupt").read_text(encoding="utf-8")
+    assert [m.id for m in make_memory(tmp_path).state("u1").messages] == ["t001:u", "t001:a", "t003:u", "t003:a"]
 
 
 def test_crash_between_brain_and_history_write_drops_folded_messages(tmp_path):
@@ -142,15 +146,178 @@ def test_hand_written_line_without_a_count_is_counted(tmp_path):
     assert m.tokens == count_tokens("我今天去了江边散步，看到了很多雾。")
 
 
-def test_an_unchanged_brain_is_not_rewritten(tmp_path):
-    """BrainMemory's is_dirty: a window rewrite with the brain as loaded leaves brain.yaml alone."""
+def test_recording_turns_never_rewrites_the_summary_file(tmp_path):
+    """BrainMemory's is_dirty: brain.yaml is written when the summary changes (a fold), never by the
+    per-turn appends, which re-derive last_history_id from history.yaml instead."""
     mem = make_memory(tmp_path, llm=ScriptedLLM(rule=lambda m: "摘要。"))
     for i in range(10):
         mem.add_turn(turn(i))
     mem.fold("u1", now=T0)
     brain_file = tmp_path / "agents/c/users/u1/brain.yaml"
-    before = brain_file.stat().st_ino  # atomic writes replace the file, so a write changes the inode
-    state = mem.backend.load("u1")
-    mem.backend.replace("u1", state.messages, state.brain)
-    assert brain_file.stat().st_ino == before
+    before = (brain_file.stat().st_mtime_ns, brain_file.read_bytes())
+    mem.add_turn(turn(10))
+    mem.add_turn(turn(11))
+    assert (brain_file.stat().st_mtime_ns, brain_file.read_bytes()) == before
+    assert mem.state("u1").brain.last_history_id == "t011:a"
+    mem.fold("u1", now=T0)
+    assert brain_file.read_bytes() != before[1]  # the fold (summarized_through moved on) did write it
     assert mem.summary("u1") == "摘要。"
+
+
+# -- text that splits lines, and lone surrogates ---------------------------------------------------
+
+ODD_TEXTS = {
+    "line-separator": "第一行\u2028第二行",
+    "paragraph-separator": "a\u2029b",
+    "next-line": "x\u0085y",
+    "lone-high-surrogate": "坏\ud800字",
+    "lone-low-surrogate": "\udc00结尾",
+    "mixed": "\r\x0b\x0c\x1c\u2028\ud83d 😀 \u2029",
+}
+
+
+@pytest.mark.parametrize("text", list(ODD_TEXTS.values()), ids=list(ODD_TEXTS))
+def test_odd_text_round_trips_through_window_and_summary(tmp_path, text):
+    """A message holding a line separator or a lone surrogate comes back identical after a restart,
+    from the window and from the summary (offline fallback: it keeps first sentences verbatim)."""
+    mem = make_memory(tmp_path, max_messages=2)
+    odd = Turn(id="t1", user_id="u1", at=T0, user=text, assistant=text + "!")
+    mem.add_turn(odd)
+    assert [m.content for m in make_memory(tmp_path).state("u1").messages] == [text, text + "!"]
+    mem.add_turn(turn(2))
+    mem.fold("u1", now=T0)
+    restarted = make_memory(tmp_path)
+    assert [m.id for m in restarted.state("u1").messages] == ["t002:u", "t002:a"]
+    assert text.strip() in restarted.summary("u1")  # (the summary's edges are trimmed)
+    assert not restarted.state("u1").problems
+
+
+def test_odd_text_round_trips_through_an_llm_summary(tmp_path):
+    summary = "总结：" + "".join(ODD_TEXTS.values()) + "完"
+    mem = make_memory(tmp_path, llm=ScriptedLLM(rule=lambda m: summary), max_messages=2)
+    for i in range(3):
+        mem.add_turn(turn(i))
+    mem.fold("u1", now=T0)
+    assert make_memory(tmp_path).summary("u1") == summary
+    brain = (tmp_path / "agents/c/users/u1/brain.yaml").read_text(encoding="utf-8")
+    assert "\ufffd" in brain  # the readable field shows a replacement character for the lone surrogates
+
+
+# -- a broken summary file -------------------------------------------------------------------------
+
+BROKEN_BRAINS = {
+    "summary-is-a-list": ("historical_summary: [1, 2]\nsummarized_through: t1:a\n", 1, "historical_summary must be text"),
+    "summary-is-a-mapping": ("updated_at: null\nhistorical_summary:\n  a: 1\n", 2, "historical_summary must be text"),
+    "id-is-a-list": ("historical_summary: ok\nsummarized_through: [t1]\n", 2, "summarized_through must be text"),
+    "not-a-mapping": ("- historical_summary\n", 1, "expected a mapping"),
+    "bad-yaml": ("historical_summary: 'unclosed\n", 2, "brain.yaml:"),
+}
+
+
+@pytest.mark.parametrize("text,line,reason", list(BROKEN_BRAINS.values()), ids=list(BROKEN_BRAINS))
+def test_broken_brain_is_named_with_file_and_line_and_never_overwritten(tmp_path, text, line, reason):
+    mem = make_memory(tmp_path, llm=ScriptedLLM(rule=lambda m: "新摘要。"))
+    for i in range(10):
+        mem.add_turn(turn(i))
+    brain_file = tmp_path / "agents/c/users/u1/brain.yaml"
+    brain_file.write_text(text, encoding="utf-8")
+    state = mem.state("u1")
+    assert state.brain_ok is False and state.brain.historical_summary == ""
+    assert len(state.messages) == 20  # the window still loads
+    (problem,) = state.problems
+    assert reason in problem and (f"brain.yaml:{line}:" in problem)
+    with pytest.raises(DataFileError, match="unreadable summary"):
+        mem.fold("u1", now=T0)
+    assert brain_file.read_text(encoding="utf-8") == text
+
+
+# -- folds: no LLM call under the lock, check-and-set ----------------------------------------------
+
+
+def test_a_slow_summary_does_not_hold_up_recording_and_keeps_what_arrived_meanwhile(tmp_path):
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+
+    def slow(messages):
+        started.set()
+        assert release.wait(10)
+        return "旅人去了江边。"
+
+    mem = make_memory(tmp_path, llm=ScriptedLLM(rule=slow))
+    for i in range(5):
+        mem.add_turn(turn(i))
+    folding = threading.Thread(target=mem.fold, args=("u1",), kwargs={"now": T0})
+    folding.start()
+    assert started.wait(10)
+    mem.add_turn(turn(5))  # would wait for the LLM if the fold held the lock across the call
+    mem.add_turn(turn(6))
+    assert not release.is_set()
+    release.set()
+    folding.join(10)
+    ids = [m.id for m in mem.state("u1").messages]
+    assert ids[-4:] == ["t005:u", "t005:a", "t006:u", "t006:a"]
+    assert mem.summary("u1") == "旅人去了江边。"
+
+
+def test_a_fold_whose_base_changed_is_refused(tmp_path):
+    mem = make_memory(tmp_path, llm=ScriptedLLM(rule=lambda m: f"摘要{len(m)}"))
+    for i in range(5):
+        mem.add_turn(turn(i))
+    stale = mem.prepare_fold("u1", now=T0)
+    assert mem.fold("u1", now=T0) is not None  # another worker folded first
+    after = mem.state("u1")
+    assert mem.apply_fold("u1", stale) is False
+    assert mem.state("u1").messages == after.messages and mem.summary("u1") == after.brain.historical_summary
+    mem.remove_turn("u1", "t004")
+    for i in range(5, 9):
+        mem.add_turn(turn(i))
+    fresh = mem.prepare_fold("u1", now=T0)
+    mem.remove_turn("u1", fresh.evicted_ids[0].rpartition(":")[0])  # a forget took a folded message away
+    assert mem.apply_fold("u1", fresh) is False
+
+
+@pytest.mark.parametrize("llm", [None, "echo"], ids=["offline", "llm-echoes-its-input"])
+def test_summary_is_bounded_in_tokens_even_without_spaces(tmp_path, llm):
+    echo = ScriptedLLM(rule=lambda msgs: msgs[-1]["content"]) if llm else None
+    mem = make_memory(tmp_path, llm=echo, max_messages=2, summary_max_tokens=300)
+    mem.add_turn(Turn(id="big", user_id="u1", at=T0, user="a" * 300_000, assistant="好" * 50_000))
+    mem.add_turn(turn(1))
+    mem.fold("u1", now=T0)
+    assert 0 < count_tokens(mem.summary("u1")) <= 300
+
+
+# -- chats ---------------------------------------------------------------------------------------
+
+CHAT_IDS = {
+    "uuid": ("3f1c9a2e-8d7b-4c55-9a1e-0b6f2d4c8e11", "chats/3f1c9a2e-8d7b-4c55-9a1e-0b6f2d4c8e11"),
+    "traversal": ("../../../etc", "chats/~"),
+    "chinese": ("小月的聊天", "chats/~"),
+    "upper-case": ("Chat", "chats/~"),
+    "windows-device": ("con", "chats/~"),
+    "slash": ("a/b", "chats/~"),
+}
+
+
+@pytest.mark.parametrize("chat,folder", list(CHAT_IDS.values()), ids=list(CHAT_IDS))
+def test_each_chat_has_its_own_window_inside_the_users_folder(tmp_path, chat, folder):
+    mem = make_memory(tmp_path)
+    mem.add_turn(turn(1))
+    other = Turn(id="c1", user_id="u1", at=T0, user="别的聊天", assistant="好", chat_id=chat)
+    mem.add_turn(other)
+    user_root = tmp_path / "agents/c/users/u1"
+    assert [m.id for m in mem.state("u1").messages] == ["t001:u", "t001:a"]  # default chat: the old layout
+    assert (user_root / "history.yaml").is_file()
+    assert [m.content for m in make_memory(tmp_path).state("u1", chat_id=chat).messages] == ["别的聊天", "好"]
+    (history,) = [p for p in user_root.rglob("history.yaml") if p.parent != user_root]
+    assert history.parent.parent == user_root / "chats"
+    assert str(history.parent.relative_to(user_root)).startswith(folder)
+
+
+@pytest.mark.parametrize("bad", ["", "   ", "x" * 257, None, 7], ids=["empty", "spaces", "too-long", "none", "int"])
+def test_unusable_chat_ids_are_refused(bad):
+    from engine.errors import InvalidIdError
+    from engine.shortterm import chat_folder
+
+    with pytest.raises(InvalidIdError, match="chat id"):
+        chat_folder(bad)

@@ -5,19 +5,41 @@ jionlp takes ~0.8 s to import and prints a banner; importing `engine` must do ne
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import io
+import sys
 import threading
+from typing import Any
 
 _lock = threading.Lock()
 
 
+class _MuteThread:
+    """Stands in for sys.stdout while jionlp imports: drops what the importing thread writes (the
+    banner) and passes every other thread's writes through. `contextlib.redirect_stdout` would
+    swap stdout for the whole process, so a host app printing meanwhile would lose its output."""
+
+    def __init__(self, real: Any, muted: int) -> None:
+        self._real = real
+        self._muted = muted
+
+    def write(self, text: str) -> int:
+        if threading.get_ident() == self._muted:
+            return len(text)
+        return self._real.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
 @functools.cache
 def _load():
-    with contextlib.redirect_stdout(io.StringIO()):
+    real = sys.stdout
+    sys.stdout = _MuteThread(real, threading.get_ident())
+    try:
         import jionlp
-
+    finally:
+        if isinstance(sys.stdout, _MuteThread):
+            sys.stdout = real
     return jionlp
 
 

@@ -22,11 +22,10 @@ from typing import Any
 
 from engine.adapters.embed_cache import CachedEmbedder
 from engine.adapters.embedder import Embedder
-from engine.config import EngineConfig, load_config, merge_config
+from engine.config import EngineConfig, merge_config, open_config
 from engine.errors import EngineError
 from engine.factory import (
     cached_embedder,
-    default_config_path,
     make_short_term_backend,
     make_stores,
     make_timezone,
@@ -88,10 +87,7 @@ def import_moechat(
     source = _pick_agent(root, agent=agent, char=char, agent_cfg=agent_cfg)
     char_id = char or _slug(source.name)
     validate_id(char_id, kind="character id")
-    if config is None:
-        config = load_config(config_path if config_path is not None else default_config_path())
-    if data_dir is not None:
-        config = config.model_copy(update={"data_dir": Path(data_dir)})
+    config = open_config(config, path=config_path, data_dir=data_dir)
     zone = make_timezone(tz or config.timezone)
     paths = character_paths(config.data_dir, char_id)
 

@@ -25,9 +25,9 @@ from typing import Any
 
 import yaml
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from engine.fileio import BoundedLoader as _Loader
 
-DAY_FILE = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})\.ya?ml$")
+DAY_FILE = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})\.ya?ml\Z")
 _TIME_LINE = re.compile(r"^\s*(?:时间|時間|time)\s*[：:]\s*(.+?)\s*$", re.IGNORECASE)
 
 

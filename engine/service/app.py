@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -20,13 +20,16 @@ from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from engine.adapters.embedder import Embedder
-from engine.character import list_characters
-from engine.config import EngineConfig, load_config
-from engine.factory import default_config_path
+from engine.character import list_characters, load_character
+from engine.config import EngineConfig, open_config
+from engine.errors import ConfigError
 from engine.orchestrator import MemoryOrchestrator
 from engine.paths import character_paths, validate_id
-from engine.service.auth import BodyLimit, make_auth
-from engine.service.errors import ServiceError, install_error_handlers
+from engine.service.auth import BodyLimit, LoopbackGuard, make_auth
+from engine.service.errors import CatchAll, ServiceError, install_error_handlers
+from engine.service.housekeeping import compile_patterns
+from engine.service.identity import IdentityPolicy, TokenTable
+from engine.service.port import OrchestratorPort
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +44,44 @@ class Registry:
         self.config = config
         self.embedder = embedder
         self._open: dict[str, MemoryOrchestrator] = {}
+        self._ports: dict[str, OrchestratorPort] = {}
+        self._names: dict[str, tuple[int, str]] = {}
         self._lock = threading.Lock()
         self._closed = False
 
     def available(self) -> list[str]:
         return list_characters(self.config.data_dir)
+
+    def names(self) -> dict[str, str]:
+        """Every character id -> its display name (`name:` in character.yaml; the id when that file
+        cannot be read: opening the character then reports why). Re-read when the file changes."""
+        out = {}
+        for cid in self.available():
+            path = character_paths(self.config.data_dir, cid).character_file
+            try:
+                stamp = path.stat().st_mtime_ns
+            except OSError:
+                continue
+            cached = self._names.get(cid)
+            if cached is None or cached[0] != stamp:
+                try:
+                    shown = load_character(character_paths(self.config.data_dir, cid)).name.strip() or cid
+                except ConfigError:
+                    shown = cid
+                cached = self._names[cid] = (stamp, shown)
+            out[cid] = cached[1]
+        return out
+
+    def port(self, character_id: str) -> OrchestratorPort:
+        orch = self.get(character_id)
+        port = self._ports.get(character_id)
+        if port is None or port.orch is not orch:
+            port = self._ports[character_id] = OrchestratorPort(orch)
+            missing = OrchestratorPort.missing_in(orch)
+            if missing:
+                log.warning("the orchestrator lacks %s: chat windows and regenerate are not applied yet "
+                            "(every conversation request is recorded as a new turn)", ", ".join(missing))
+        return port
 
     def exists(self, character_id: str) -> bool:
         try:
@@ -60,8 +96,8 @@ class Registry:
             return orch
         if not self.exists(character_id):
             raise ServiceError(
-                404, f"no character {character_id!r} in {self.config.data_dir}/agents "
-                f"(available: {', '.join(self.available()) or 'none'})", code="character_not_found",
+                404, f"no character {character_id!r} (available: {', '.join(self.available()) or 'none'})",
+                code="character_not_found",
             )
         with self._lock:
             if self._closed:
@@ -80,6 +116,7 @@ class Registry:
         with self._lock:
             self._closed = True
             opened, self._open = list(self._open.values()), {}
+            self._ports = {}
         for orch in opened:
             orch.close()
 
@@ -90,13 +127,13 @@ def create_app(
     config: EngineConfig | None = None,
     data_dir: Path | str | None = None,
     embedder: Embedder | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> FastAPI:
     """The service app. `config` wins over `config_path`; `data_dir` overrides the config's;
-    `embedder` replaces the configured one (tests share one loaded model)."""
-    if config is None:
-        config = load_config(config_path if config_path is not None else default_config_path())
-    if data_dir is not None:
-        config = config.model_copy(update={"data_dir": Path(data_dir)})
+    `embedder` replaces the configured one (tests share one loaded model); `env` (default: the
+    process environment) holds the per-user tokens named by `service.user_token_envs`."""
+    config = open_config(config, path=config_path, data_dir=data_dir)
+    tokens = TokenTable.from_config(config.service, os.environ if env is None else env)
     registry = Registry(config, embedder=embedder)
 
     @asynccontextmanager
@@ -104,7 +141,7 @@ def create_app(
         try:
             yield
         finally:
-            from engine.service.chat import close_upstreams
+            from engine.service.upstream import close_upstreams
 
             await close_upstreams(app)
             registry.close()
@@ -124,26 +161,43 @@ def create_app(
     app.state.config = config
     app.state.registry = registry
     app.state.upstreams = {}
-    install_error_handlers(app)
+    app.state.identity = IdentityPolicy.from_config(config.service, tokens)
+    app.state.housekeeping_rules = compile_patterns(config.service.housekeeping_patterns)
+    install_error_handlers(app, data_dir=config.data_dir)
 
-    from engine.service import chat, memory_api
+    from engine.service import chat, inspect_api, memory_api
 
-    auth = [Depends(make_auth(config.service))]
+    auth = [Depends(make_auth(tokens))]
     app.include_router(chat.router, dependencies=auth)
     app.include_router(memory_api.router, dependencies=auth)
+    app.include_router(inspect_api.top_router, dependencies=auth)
+    app.include_router(inspect_api.router, dependencies=auth)
+    inspect_api.mount_page(app)
     app.include_router(memory_api.public_router)
 
     if config.service.cors_origins:
         app.add_middleware(
             CORSMiddleware, allow_origins=list(config.service.cors_origins), allow_methods=["*"],
-            allow_headers=["*"], expose_headers=["X-Kioku-Turn-Id", "X-Kioku-Character", "X-Kioku-User"],
+            allow_headers=["*"], expose_headers=list(chat.RESPONSE_HEADERS),
         )
+    # Added last = outermost: CatchAll > LoopbackGuard > BodyLimit > CORS > routes.
     app.add_middleware(BodyLimit, max_bytes=config.service.max_body_bytes)
+    if tokens.count == 0 and not config.service.allow_remote_without_token:
+        app.add_middleware(LoopbackGuard, token_env=config.service.token_env)
+    app.add_middleware(CatchAll)
     return app
 
 
 def factory() -> FastAPI:
     """For `uvicorn --factory` (and several `--workers`): config from $KIOKU_CONFIG, env overrides
-    (`KIOKU__SECTION__KEY=value`) and secrets as `load_config` reads them."""
+    (`KIOKU__SECTION__KEY=value`) and secrets as `load_config` reads them. The one-line-per-request
+    log (conversation or housekeeping, what was recorded) goes to stderr unless logging is configured."""
     path = os.environ.get(CONFIG_ENV)
+    requests_log = logging.getLogger("engine.service.requests")
+    if not logging.getLogger().hasHandlers():
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s:     kioku %(message)s"))
+        requests_log.addHandler(handler)
+        requests_log.setLevel(logging.INFO)
+        requests_log.propagate = False
     return create_app(path if path else None)

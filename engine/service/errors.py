@@ -1,17 +1,44 @@
-"""Every failure of the service answers in OpenAI's error shape, with a status that says whose fault it is."""
+"""Every failure of the service answers in OpenAI's error shape, with a status that says whose fault it is.
+
+Error bodies never show absolute server paths: a path inside the data folder is shown relative to
+it (`agents/xiaoyue/users/u/core_mem.yml:3`), any other absolute path is cut to its file name.
+An unexpected exception answers 500 with a reference to the server log, and the keep-alive
+connection stays usable.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import re
+import secrets
+from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engine.errors import DataFileError, EngineError, InvalidIdError
+from engine.admin import StoreDisabledError, TurnNotFoundError
+from engine.fifo import ShuttingDownError
+from engine.stores.core import FactNotFoundError, FactStoreBusyError, FactTextError
 
 log = logging.getLogger(__name__)
+
+# An absolute POSIX path (not the '//' of a URL, not a path piece after a word) or a Windows one.
+_ABSOLUTE = re.compile(r"(?<![\w:/.~-])/(?:[^\s/'\"`:]+/)+|\b[A-Za-z]:\\(?:[^\s\\'\"`]+\\)+")
+
+
+def redact_paths(text: str, *, data_dir: Path | None) -> str:
+    """`text` safe to show a client: data-folder paths made relative, other absolute paths cut to their last part."""
+    if data_dir is not None:
+        roots = {str(Path(data_dir).resolve()), str(Path(data_dir).absolute()), str(data_dir)}
+        for root in sorted((r for r in roots if os.path.isabs(r)), key=len, reverse=True):
+            text = text.replace(root.rstrip(os.sep) + os.sep, "")
+    return _ABSOLUTE.sub(".../", text)
 
 
 class ServiceError(EngineError):
@@ -27,12 +54,23 @@ class ServiceError(EngineError):
         self.headers = headers
 
 
+class AsciiJSONResponse(JSONResponse):
+    """JSON with non-ASCII escaped: renders any str (even one holding a lone surrogate) without failing."""
+
+    def render(self, content: object) -> bytes:
+        return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
 def error_response(status: int, message: str, *, kind: str, code: str | None = None,
                    headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"message": message, "type": kind, "code": code}}, status_code=status, headers=headers)
+    return AsciiJSONResponse({"error": {"message": message, "type": kind, "code": code}}, status_code=status,
+                             headers=headers)
 
 
-def install_error_handlers(app: FastAPI) -> None:
+def install_error_handlers(app: FastAPI, *, data_dir: Path | None = None) -> None:
+    def public(text: str) -> str:
+        return redact_paths(text, data_dir=data_dir)
+
     @app.exception_handler(ServiceError)
     async def _service(request: Request, exc: ServiceError) -> JSONResponse:
         return error_response(exc.status, exc.message, kind=exc.kind, code=exc.code, headers=exc.headers)
@@ -44,7 +82,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(DataFileError)
     async def _data_file(request: Request, exc: DataFileError) -> JSONResponse:
         log.error("data file error on %s: %s", request.url.path, exc)
-        return error_response(500, f"a data file cannot be read: {exc}", kind="server_error", code="data_file")
+        return error_response(500, public(f"a data file cannot be read: {exc}"), kind="server_error", code="data_file")
 
     try:
         from engine.shortterm.redis_backend import RedisBackendError
@@ -70,12 +108,72 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(exc.status_code, str(exc.detail), kind="invalid_request_error",
                               headers=getattr(exc, "headers", None))
 
+    @app.exception_handler(StoreDisabledError)
+    async def _store_off(request: Request, exc: StoreDisabledError) -> JSONResponse:
+        return error_response(404, str(exc), kind="invalid_request_error", code="store_disabled")
+
+    @app.exception_handler(TurnNotFoundError)
+    async def _no_turn(request: Request, exc: TurnNotFoundError) -> JSONResponse:
+        return error_response(404, str(exc), kind="invalid_request_error", code="turn_not_found")
+
+    @app.exception_handler(FactNotFoundError)
+    async def _no_fact(request: Request, exc: FactNotFoundError) -> JSONResponse:
+        return error_response(404, str(exc), kind="invalid_request_error", code="fact_not_found")
+
+    @app.exception_handler(FactTextError)
+    async def _bad_fact(request: Request, exc: FactTextError) -> JSONResponse:
+        return error_response(400, str(exc), kind="invalid_request_error", code="bad_fact_text")
+
+    @app.exception_handler(FactStoreBusyError)
+    async def _busy(request: Request, exc: FactStoreBusyError) -> JSONResponse:
+        return error_response(503, str(exc), kind="server_error", code="busy", headers={"Retry-After": "1"})
+
+    @app.exception_handler(ShuttingDownError)
+    async def _shutting_down(request: Request, exc: ShuttingDownError) -> JSONResponse:
+        return error_response(503, "the service is shutting down; retry on another worker", kind="server_error",
+                              code="shutting_down", headers={"Retry-After": "1"})
+
     @app.exception_handler(EngineError)
     async def _engine(request: Request, exc: EngineError) -> JSONResponse:
         log.error("engine error on %s: %s: %s", request.url.path, type(exc).__name__, exc)
-        return error_response(500, f"{type(exc).__name__}: {exc}", kind="server_error")
+        return error_response(500, public(f"{type(exc).__name__}: {exc}"), kind="server_error")
 
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unexpected error on %s", request.url.path)
-        return error_response(500, f"internal error: {type(exc).__name__}: {exc}", kind="server_error")
+    # Deliberately no handler for Exception: Starlette runs that one in ServerErrorMiddleware, which
+    # re-raises after answering, and uvicorn then drops the keep-alive connection. `CatchAll` answers instead.
+
+
+class CatchAll:
+    """The outermost middleware: an unexpected exception becomes a 500 in OpenAI's shape (no message,
+    which may hold paths or user text, but a reference to the logged traceback) and the connection
+    stays open for the client's next request. A response already under way cannot become a 500: it
+    is cut off, and the server closes that one connection (the only honest end of a broken body)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception as exc:  # noqa: BLE001 - the last line: log it, answer, keep serving
+            ref = secrets.token_hex(4)
+            log.exception("unexpected error on %s %s (ref %s)", scope.get("method"), scope.get("path"), ref)
+            if started:
+                return
+            payload = json.dumps({"error": {
+                "message": f"internal error ({type(exc).__name__}); the server log has the details under ref {ref}",
+                "type": "server_error", "code": "internal_error",
+            }}).encode()
+            await send({"type": "http.response.start", "status": 500, "headers": [
+                (b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]})
+            await send({"type": "http.response.body", "body": payload})

@@ -1,19 +1,22 @@
 """The memory API: prompt preview, the short-term state, core facts, diary entries, world-book status, health.
 
-Routes are plain functions (FastAPI runs them in its thread pool); the stores do file I/O.
+Routes are plain functions (FastAPI runs them in its thread pool) over the library's admin API
+(`orch.admin`, engine/admin.py); they never reach into a store. Changes need `service.allow_edit`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
 from engine.orchestrator import MemoryOrchestrator
 from engine.paths import validate_id
-from engine.service.errors import ServiceError
+from engine.service.auth import own_user
+from engine.service.errors import ServiceError, redact_paths
 from engine.service.models import (
     DiaryEntryOut,
     DiaryPage,
@@ -29,10 +32,12 @@ from engine.service.models import (
     WorldBookStatusOut,
 )
 
+log = logging.getLogger(__name__)
+
 router = APIRouter(prefix="/v1/characters/{character}", tags=["memory"])
 public_router = APIRouter(tags=["health"])
 
-_ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (400, 401, 404, 413, 422, 503)}
+_ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (400, 401, 403, 404, 413, 422, 503)}
 CharacterId = Path(min_length=1, max_length=64, examples=["xiaoyue"], description="character id (folder under data/agents/)")
 UserId = Path(min_length=1, max_length=64, examples=["alice"], description="user id")
 MAX_DIARY_DAYS = 366
@@ -42,16 +47,16 @@ def _orch(request: Request, character: str) -> MemoryOrchestrator:
     return request.app.state.registry.get(character)
 
 
-def _store(orch: MemoryOrchestrator, name: str) -> Any:
-    try:
-        return orch.store(name)
-    except KeyError:
-        raise ServiceError(404, f"the {name} store is disabled for character {orch.paths.root.name!r} "
-                           f"({name}.enabled: false)", code="store_disabled") from None
+def require_edit(request: Request) -> None:
+    """A dependency: memory changes only where the operator switched them on (`service.allow_edit`)."""
+    if not request.app.state.config.service.allow_edit:
+        raise ServiceError(403, "this service is read-only: set service.allow_edit: true to change memory",
+                           code="read_only")
 
 
-def _user(user: str) -> str:
-    return validate_id(user, kind="user id")
+def _user(request: Request, user: str) -> str:
+    own_user(request, validate_id(user, kind="user id"))
+    return user
 
 
 @public_router.get("/health", response_model=Health, responses={503: {"model": Health}}, summary="Liveness and Redis reachability")
@@ -79,10 +84,11 @@ def health(request: Request, response: Response) -> Health:
              summary="The prompt a chat message would get: messages, every hit and why it fired")
 def preview(request: Request, body: PromptRequest, character: str = CharacterId, user: str = UserId) -> PromptPreview:
     orch = _orch(request, character)
-    result = orch.build_prompt(body.message, user_id=_user(user), now=body.now)
+    result = orch.build_prompt(body.message, user_id=_user(request, user), now=body.now)
     return PromptPreview(
         messages=result.messages, hits=[_hit(h) for h in result.hits], dropped=[_hit(h) for h in result.dropped],
-        tokens=dict(result.tokens), timings_ms=dict(result.timings_ms), diagnostics=list(result.diagnostics),
+        tokens=dict(result.tokens), timings_ms=dict(result.timings_ms),
+        diagnostics=[redact_paths(d, data_dir=request.app.state.config.data_dir) for d in result.diagnostics],
         now=result.now, query_text=result.query_text,
     )
 
@@ -91,7 +97,7 @@ def preview(request: Request, body: PromptRequest, character: str = CharacterId,
             summary="The stored short-term window and rolling summary")
 def short_term(request: Request, character: str = CharacterId, user: str = UserId) -> ShortTermOut:
     orch = _orch(request, character)
-    state = orch.short_term.state(_user(user))
+    state = orch.short_term.state(_user(request, user))
     return ShortTermOut(summary=state.brain.historical_summary,
                         messages=[WindowMessageOut(**dataclasses.asdict(m)) for m in state.messages])
 
@@ -99,32 +105,36 @@ def short_term(request: Request, character: str = CharacterId, user: str = UserI
 @router.get("/users/{user}/facts", response_model=list[FactOut], responses=_ERRORS, summary="The user's core facts")
 def list_facts(request: Request, character: str = CharacterId, user: str = UserId,
                include_deleted: bool = Query(False, description="also facts deleted (kept for their history)")) -> list[FactOut]:
-    store = _store(_orch(request, character), "core")
-    return [_fact(f) for f in store.facts(_user(user), include_deleted=include_deleted)]
+    facts = _orch(request, character).admin.facts
+    return [_fact(f) for f in facts.list(_user(request, user), include_deleted=include_deleted)]
 
 
 @router.post("/users/{user}/facts", response_model=FactOut, status_code=201, responses=_ERRORS,
+             dependencies=[Depends(require_edit)],
              summary="Add a core fact (an equal or near-duplicate fact is returned instead)")
 def add_fact(request: Request, body: FactIn, character: str = CharacterId, user: str = UserId) -> FactOut:
-    store = _store(_orch(request, character), "core")
-    return _fact(_checked(lambda: store.add_fact(_user(user), _text(body.text))))
+    added = _orch(request, character).admin.facts.add(_user(request, user), body.text)
+    log.info("memory api: %s/%s fact %s added", character, user, added.fact.id)
+    return _fact(added.fact)
 
 
 @router.put("/users/{user}/facts/{fact_id}", response_model=FactOut, responses=_ERRORS,
-            summary="Replace a fact's text (the old text goes to its history)")
+            dependencies=[Depends(require_edit)], summary="Replace a fact's text (the old text goes to its history)")
 def update_fact(request: Request, body: FactIn, character: str = CharacterId, user: str = UserId,
                 fact_id: str = Path(min_length=1, max_length=64)) -> FactOut:
-    store = _store(_orch(request, character), "core")
-    return _fact(_checked(lambda: store.update_fact(_user(user), fact_id, _text(body.text))))
+    fact = _orch(request, character).admin.facts.edit(_user(request, user), fact_id, body.text)
+    log.info("memory api: %s/%s fact %s edited", character, user, fact_id)
+    return _fact(fact)
 
 
 @router.delete("/users/{user}/facts/{fact_id}", response_model=FactOut, responses=_ERRORS,
-               summary="Delete a fact (kept for its history unless purge=true)")
+               dependencies=[Depends(require_edit)], summary="Delete a fact (kept for its history unless purge=true)")
 def delete_fact(request: Request, character: str = CharacterId, user: str = UserId,
                 fact_id: str = Path(min_length=1, max_length=64),
                 purge: bool = Query(False, description="remove the fact and its history entirely")) -> FactOut:
-    store = _store(_orch(request, character), "core")
-    return _fact(_checked(lambda: store.delete_fact(_user(user), fact_id, purge=purge)))
+    fact = _orch(request, character).admin.facts.delete(_user(request, user), fact_id, purge=purge)
+    log.info("memory api: %s/%s fact %s deleted%s", character, user, fact_id, " (purged)" if purge else "")
+    return _fact(fact)
 
 
 @router.get("/users/{user}/diary", response_model=DiaryPage, responses=_ERRORS,
@@ -137,14 +147,8 @@ def diary(
                             max_length=40),
 ) -> DiaryPage:
     orch = _orch(request, character)
-    store = _store(orch, "diary")
-    lo = _when(start, orch, "start")
-    hi = _when(end, orch, "end") if end else lo + timedelta(days=1)
-    if hi <= lo:
-        raise ServiceError(400, f"end ({hi.isoformat()}) must be after start ({lo.isoformat()})", code="bad_range")
-    if hi - lo > timedelta(days=MAX_DIARY_DAYS):
-        raise ServiceError(400, f"a range is at most {MAX_DIARY_DAYS} days (got {(hi - lo).days})", code="bad_range")
-    entries = store.entries(_user(user), lo, hi)
+    lo, hi = _range(start, end, orch)
+    entries = orch.admin.diary(_user(request, user), lo, hi)
     return DiaryPage(start=lo, end=hi, entries=[
         DiaryEntryOut(id=e.id, at=e.at, tag=e.tag, user=e.user, assistant=e.assistant) for e in entries
     ])
@@ -153,28 +157,44 @@ def diary(
 @router.get("/world-book", response_model=WorldBookStatusOut, responses=_ERRORS,
             summary="World-book files, entries, and every error with its file and line")
 def world_book(request: Request, character: str = CharacterId) -> WorldBookStatusOut:
-    status = _store(_orch(request, character), "world_book").status()
-    return WorldBookStatusOut(**dataclasses.asdict(status))
+    status = dataclasses.asdict(_orch(request, character).admin.world_book().status)
+    # Paths relative to the data folder: a client has no business knowing the server's layout.
+    data_dir = request.app.state.config.data_dir
+
+    def public(text: str | None) -> str | None:
+        return None if text is None else redact_paths(text, data_dir=data_dir)
+
+    status["folder"] = public(status["folder"])
+    status["embed_error"] = public(status["embed_error"])
+    status["errors"] = [{**e, "file": public(e["file"]), "message": public(e["message"])} for e in status["errors"]]
+    return WorldBookStatusOut(**status)
 
 
 # -- helpers -------------------------------------------------------------------------------------
 
 
-def _checked(call: Any) -> Any:
-    from engine.stores.core.store import FactNotFoundError
-
-    try:
-        return call()
-    except FactNotFoundError as exc:
-        raise ServiceError(404, str(exc), code="fact_not_found") from None
+# Times this close to the ends of Python's calendar cannot be stepped over (a day later, to UTC)
+# without overflow; no diary has entries there. Compared as local wall time: an aware comparison
+# would itself convert to UTC, and a UTC offset is under a day.
+_EARLIEST = datetime(1, 1, 3)
+_LATEST = datetime(9999, 12, 29)
 
 
-def _text(text: str) -> str:
-    if not text.strip():
-        raise ServiceError(400, "a fact needs some text (got only whitespace)", code="empty_fact")
-    if any(ord(c) < 32 and c not in "\t\n\r" or 0xD800 <= ord(c) <= 0xDFFF for c in text):
-        raise ServiceError(400, "a fact may not contain control characters", code="bad_fact_text")
-    return text
+def _range(start: str, end: str | None, orch: MemoryOrchestrator) -> tuple[datetime, datetime]:
+    """[start, end) as aware datetimes, or a 400 that says what is wrong (never an OverflowError's 500)."""
+    lo = _when(start, orch, "start")
+    hi = _when(end, orch, "end") if end else None
+    for name, value in (("start", lo), ("end", hi)):
+        if value is not None and not _EARLIEST <= value.replace(tzinfo=None) <= _LATEST:
+            raise ServiceError(400, f"{name} ({value.isoformat()}) is outside the supported range "
+                               f"{_EARLIEST.date()} .. {_LATEST.date()}", code="bad_range")
+    if hi is None:
+        hi = lo + timedelta(days=1)
+    if hi <= lo:
+        raise ServiceError(400, f"end ({hi.isoformat()}) must be after start ({lo.isoformat()})", code="bad_range")
+    if hi - lo > timedelta(days=MAX_DIARY_DAYS):
+        raise ServiceError(400, f"a range is at most {MAX_DIARY_DAYS} days (got {(hi - lo).days})", code="bad_range")
+    return lo, hi
 
 
 def _when(value: str, orch: MemoryOrchestrator, name: str) -> datetime:
@@ -183,10 +203,10 @@ def _when(value: str, orch: MemoryOrchestrator, name: str) -> datetime:
             d = date.fromisoformat(value.strip())
             return datetime(d.year, d.month, d.day, tzinfo=orch.tz)
         t = datetime.fromisoformat(value.strip())
-    except ValueError:
+        return t.replace(tzinfo=orch.tz) if t.tzinfo is None else t
+    except (ValueError, OverflowError):
         raise ServiceError(400, f"{name} must be an ISO date or time, e.g. 2026-11-20 or 2026-11-20T08:00+08:00 "
                            f"(got {value!r})", code="bad_time") from None
-    return t.replace(tzinfo=orch.tz) if t.tzinfo is None else t
 
 
 def _hit(h: Any) -> HitOut:

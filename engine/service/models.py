@@ -5,9 +5,47 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Text = Field(min_length=1, max_length=20_000)
+
+
+def lone_surrogate(value: Any, path: str = "") -> str | None:
+    """Where in a JSON value a string holds a lone surrogate (JSON allows `"\\ud800"`, UTF-8 cannot
+    encode it, so it would fail later, upstream or in a file): 'messages.0.content', or None."""
+    if isinstance(value, str):
+        if value.isascii():
+            return None
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path or "<body>"
+        return None
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        where = f"{path}.{key}" if path else str(key)
+        found = lone_surrogate(key, where) or lone_surrogate(item, where)
+        if found:
+            return found
+    return None
+
+
+class RequestBody(BaseModel):
+    """A request body: every string in it must be encodable as UTF-8."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_lone_surrogates(cls, data: Any) -> Any:
+        where = lone_surrogate(data)
+        if where:
+            raise ValueError(f"{where} contains a lone UTF-16 surrogate (like \\ud800), which is not text; "
+                             "send valid Unicode")
+        return data
 
 
 # -- OpenAI chat ---------------------------------------------------------------------------------
@@ -35,7 +73,7 @@ class ChatMessage(BaseModel):
         return "".join(p.text or "" for p in self.content if p.type == "text")
 
 
-class ChatCompletionRequest(BaseModel):
+class ChatCompletionRequest(RequestBody):
     """The OpenAI request body. Only the last user message is used as the new message; the engine's
     built prompt (persona, memory, its own window) replaces the client's conversation."""
 
@@ -44,8 +82,11 @@ class ChatCompletionRequest(BaseModel):
     """`<character>` or `<character>/<upstream model>`."""
     messages: list[ChatMessage] = Field(min_length=1, max_length=1000)
     stream: bool = False
-    user: str | None = Field(default=None, max_length=200)
-    """The OpenAI end-user id; used as the engine's user id unless X-Kioku-User is set."""
+    user: str | dict[str, Any] | None = Field(default=None, examples=["alice"])
+    """The OpenAI end-user id, or an object with an `id`: the engine's user (see `identity`)."""
+    metadata: dict[str, Any] | None = Field(default=None, examples=[{"chat_id": "c1"}])
+    """`chat_id`: the chat (the short-term window is per chat); `kioku_request`: `conversation` or
+    `housekeeping` (overrides the detection of a frontend's housekeeping requests)."""
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, ge=0, le=1)
     max_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
@@ -70,6 +111,9 @@ class ErrorResponse(BaseModel):
 
 class ModelCard(BaseModel):
     id: str
+    """The character id (its folder); `model` takes it or the name."""
+    name: str | None = None
+    """The character's display name (`name:` in character.yaml), which frontends such as Open WebUI show."""
     object: Literal["model"] = "model"
     created: int = 0
     owned_by: str = "kioku"
@@ -92,7 +136,7 @@ class Health(BaseModel):
     characters_open: list[str]
 
 
-class PromptRequest(BaseModel):
+class PromptRequest(RequestBody):
     message: str = Text
     now: datetime | None = None
     """Answer as if at this time (naive = the character's zone); default now."""
@@ -123,7 +167,7 @@ class PromptPreview(BaseModel):
     query_text: str
 
 
-class FactIn(BaseModel):
+class FactIn(RequestBody):
     text: str = Field(min_length=1, max_length=2000)
 
 
@@ -187,3 +231,76 @@ class WorldBookStatusOut(BaseModel):
     errors: list[BookErrorOut]
     """Each broken file and line, and why (the last good version of the file stays active)."""
     embed_error: str | None
+
+
+# -- the inspector's view of a character (engine.admin) -------------------------------------------
+
+
+class CharacterOut(BaseModel):
+    id: str
+    name: str
+    """The display name from character.yaml."""
+    language: str
+    timezone: str
+    allow_edit: bool = False
+    """Whether this service accepts changes to memory (`service.allow_edit`)."""
+
+
+class UserOut(BaseModel):
+    id: str
+    turns: int
+    facts: int
+    last_active: datetime | None = None
+
+
+class DayCountOut(BaseModel):
+    day: str
+    """A local day, YYYY-MM-DD."""
+    turns: int
+
+
+class DiarySearchHitOut(BaseModel):
+    id: str
+    at: datetime
+    tag: str
+    user: str
+    assistant: str
+    score: float
+    reason: str
+    """Which half matched and how: words, meaning, context, range."""
+
+
+class DiaryEditIn(RequestBody):
+    user: str | None = Field(default=None, max_length=20_000)
+    assistant: str | None = Field(default=None, max_length=20_000)
+    tag: str | None = Field(default=None, max_length=200)
+
+
+class WorldBookEntryOut(BaseModel):
+    id: str
+    file: str
+    line: int
+    keys: list[str]
+    secondary_keys: list[str]
+    logic: str
+    content: str
+    constant: bool
+    enabled: bool
+
+
+class WorldBookEntriesOut(BaseModel):
+    entries: list[WorldBookEntryOut]
+    problems: list[BookErrorOut]
+    """Every error of the book's files, with file and line."""
+
+
+class TryIn(RequestBody):
+    message: str = Text
+    now: datetime | None = None
+
+
+class TryOut(BaseModel):
+    """What the world book would inject for a message, and why; nothing is recorded."""
+
+    hits: list[HitOut]
+    diagnostics: list[str]

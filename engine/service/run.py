@@ -1,28 +1,46 @@
-"""`serve()`: run the service with uvicorn, refusing to expose it without a token."""
+"""`serve()`: run the service with uvicorn, refusing to expose it without a token.
+
+Shutdown is bounded. On SIGTERM uvicorn stops accepting, gives the requests in flight
+`service.shutdown_grace_s` and then cancels them; closing the characters (stores, background
+queue) gets `CLOSE_S` more, after which the process exits even if a thread is still busy: a
+call into a store, the embedder or a background LLM job cannot be interrupted, and Python would
+otherwise wait for it at exit (a 100 KB message kept the server up for a minute).
+"""
 
 from __future__ import annotations
 
-import ipaddress
+import logging
 import os
+import sys
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from engine.config import EngineConfig, load_config
+from engine.config import EngineConfig, open_config
 from engine.errors import ConfigError
 from engine.factory import default_config_path
+from engine.runtime import configure_threads
+from engine.service.auth import is_loopback
 
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False  # a host name other than localhost may resolve to anything
+log = logging.getLogger(__name__)
+
+CLOSE_S = 2.0
+"""Seconds the app gets to close its characters once shutdown reaches it; then the process exits."""
+FORCED_EXIT = 1
+"""Exit status when that deadline had to end the process (a thread was still busy)."""
 
 
 def check_bind(config: EngineConfig, host: str) -> None:
-    """Raise ConfigError for a non-loopback `host` without a token (unless explicitly allowed)."""
-    if is_loopback(host) or config.service.token is not None or config.service.allow_remote_without_token:
+    """Raise ConfigError for a non-loopback `host` without a token (unless explicitly allowed). The app
+    itself refuses non-loopback requests in that case too (`LoopbackGuard`); this fails early."""
+    service = config.service
+    has_token = service.token is not None or service.user_tokens_file is not None or bool(service.user_token_envs)
+    if is_loopback(host) or has_token or service.allow_remote_without_token:
         return
     raise ConfigError(
         f"refusing to listen on {host!r} without a token: anyone who can reach it could read and change every "
@@ -40,30 +58,82 @@ def serve(
     log_level: str = "info",
 ) -> None:
     """Run uvicorn on `host:port` (default: `service.host`, `service.port`). With `workers > 1`
-    each worker process builds the app from the same config (use the Redis short-term backend)."""
+    each worker process builds the app from the same config; the file stores coordinate
+    through inter-process locks on one machine (the Redis short-term backend or Postgres for several)."""
     import uvicorn
 
     path = config_path if config_path is not None else default_config_path()
-    config = load_config(path)
-    if data_dir is not None:
-        config = config.model_copy(update={"data_dir": Path(data_dir)})
+    config = open_config(path=path, data_dir=data_dir)
+    # The chat route logs one line per request (conversation or housekeeping, what was recorded).
+    logging.getLogger("engine.service.requests").setLevel(logging.INFO if log_level in ("info", "debug", "trace")
+                                                          else logging.WARNING)
     host = host or config.service.host
     port = port if port is not None else config.service.port
     check_bind(config, host)
-    if workers > 1 and config.short_term.backend != "redis":
-        raise ConfigError(
-            f"{workers} workers need the Redis short-term backend (short_term.backend: redis); the file "
-            "backend serialises writes within one process only"
-        )
+    configure_threads()
+    common: dict[str, Any] = {
+        "host": host, "port": port, "log_level": log_level,
+        "timeout_graceful_shutdown": config.service.shutdown_grace_s,
+    }
     if workers > 1:
         # Each worker process re-reads the config: pass what was given on the command line through the env.
         if path is not None:
             os.environ["KIOKU_CONFIG"] = str(Path(path).resolve())
         if data_dir is not None:
             os.environ["KIOKU__DATA_DIR"] = str(Path(data_dir).resolve())
-        uvicorn.run("engine.service.app:factory", factory=True, host=host, port=port, workers=workers,
-                    log_level=log_level)
+        uvicorn.run("engine.service.run:factory", factory=True, workers=workers, **common)
         return
     from engine.service.app import create_app
 
-    uvicorn.run(create_app(config=config), host=host, port=port, log_level=log_level)
+    uvicorn.run(with_exit_deadline(create_app(config=config)), **common)
+
+
+def factory() -> "FastAPI":
+    """`engine.service.app:factory` with the exit deadline: what each `serve --workers N` process runs."""
+    from engine.service.app import factory as app_factory
+
+    configure_threads()
+    return with_exit_deadline(app_factory())
+
+
+def with_exit_deadline(app: "FastAPI", seconds: float = CLOSE_S) -> "FastAPI":
+    """Wrap `app`'s lifespan so that, once shutdown reaches the app (uvicorn has already waited
+    for or cancelled the requests in flight), the process ends within `seconds` whatever is
+    still running."""
+    inner = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(a: Any) -> AsyncIterator[Any]:
+        async with inner(a) as state:
+            try:
+                yield state
+            finally:
+                arm_exit_deadline(seconds)
+
+    app.router.lifespan_context = lifespan
+    return app
+
+
+def arm_exit_deadline(seconds: float) -> threading.Timer:
+    """End the process in `seconds` unless it has exited by then (a daemon timer: a clean exit
+    does not wait for it). An acknowledged turn is already in the user's journal, so the jobs cut
+    short here replay when the user is next opened."""
+
+    def expire() -> None:
+        busy = [t.name for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]
+        log.warning(
+            "shutdown: still busy %.1fs after closing started (threads: %s); exiting now",
+            seconds, ", ".join(busy) or "none",
+        )
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(FORCED_EXIT)
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.name = "kioku-exit-deadline"
+    timer.start()
+    return timer

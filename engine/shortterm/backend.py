@@ -1,234 +1,264 @@
 """Where the short-term window and the rolling summary persist: files by default (Redis in
-`engine.shortterm.redis_backend` for multi-worker deployments).
+`engine.shortterm.redis_backend` for several hosts).
 
-File layout per user: `history.yaml` holds one message per line, each a YAML flow mapping, so an
-append never rewrites what is there and a torn last line after a crash is easy to set aside;
-`brain.yaml` holds the summary state and is replaced atomically.
+File layout per user and chat (`chats.py`): `history.yaml` holds one message per line, each a JSON
+(= YAML flow) mapping, so an append never rewrites what is there; `brain.yaml` holds the summary
+state and is replaced atomically. The default chat lives directly in the user's folder.
+
+Rules: readers never write (`load` only reads; an unreadable line is skipped and reported); every
+write takes the user's lock file (`users/<id>/.lock-window`, across processes), and repairs what
+a crash left (a torn last line, set aside in `history.yaml.corrupt`) before it appends. A fold is
+applied only if the window still starts with what it folded and the summary is the one it
+started from (`apply_fold`), so nothing another writer appended meanwhile is lost.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
-import threading
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+import os
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ContextManager, Protocol
 
-import yaml
-
 from engine.errors import DataFileError
-from engine.fileio import append_text_durably, atomic_write_text, atomic_write_yaml, load_yaml_file, read_text_strict
+from engine.fileio import DATA_FILE_LIMITS, append_bytes_durably, atomic_write_text, read_bytes_capped
 from engine.paths import CharacterPaths
-from engine.tokens import count_tokens
+from engine.shortterm.chats import DEFAULT_CHAT, chat_folder
+from engine.shortterm.locks import LockTable
+from engine.shortterm.state import (
+    Brain,
+    Fold,
+    State,
+    WindowMessage,
+    brain_to_yaml,
+    message_from_dict,
+    message_to_line,
+    parse_brain,
+    parse_line,
+    reconcile,
+)
+
+__all__ = [
+    "Brain", "FileBackend", "Fold", "ShortTermBackend", "State", "WindowMessage", "message_from_dict",
+    "message_to_line", "reconcile",
+]
 
 log = logging.getLogger(__name__)
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-@dataclass(frozen=True)
-class WindowMessage:
-    """One message of the short-term window."""
-
-    id: str
-    role: str
-    content: str
-    at: str
-    """ISO time with UTC offset."""
-    tokens: int
-    """cl100k_base count, stored with the message so it is counted once."""
-
-    def to_openai(self) -> dict[str, str]:
-        return {"role": self.role, "content": self.content}
-
-
-@dataclass
-class Brain:
-    """The rolling-summary state of one user (BrainMemory's fields)."""
-
-    historical_summary: str = ""
-    last_history_id: str | None = None
-    """Id of the last message appended; appending it again is a no-op."""
-    summarized_through: str | None = None
-    """Id of the last message folded into the summary; older messages leave the window."""
-    updated_at: str | None = None
-    is_dirty: bool = field(default=False, compare=False)
-    """Changed since loaded; backends write the brain only when set (BrainMemory's is_dirty)."""
-
-
-@dataclass
-class State:
-    messages: list[WindowMessage]
-    brain: Brain
-
 
 class ShortTermBackend(Protocol):
-    def load(self, user_id: str) -> State: ...
+    def load(self, user_id: str, *, chat_id: str = DEFAULT_CHAT) -> State:
+        """The stored state; never writes, never raises for unreadable content (see State.problems)."""
 
-    def append(self, user_id: str, messages: list[WindowMessage], brain: Brain) -> None:
-        """Durably add messages (and the brain's new last_history_id) before returning."""
+    def lock(self, user_id: str, *, chat_id: str = DEFAULT_CHAT) -> ContextManager[None]:
+        """Serialise writes for one user across threads and processes."""
 
-    def replace(self, user_id: str, messages: list[WindowMessage], brain: Brain) -> None:
-        """Store the window after a summary fold."""
+    def append(
+        self, user_id: str, messages: list[WindowMessage], brain: Brain, *, chat_id: str = DEFAULT_CHAT,
+        durable: bool = True,
+    ) -> None:
+        """Add messages at the end. `durable=False` when a durable journal already holds them."""
 
-    def lock(self, user_id: str) -> ContextManager[None]:
-        """Serialise writes for one user (a Redis lock across processes, a thread lock in one)."""
+    def apply_fold(self, user_id: str, fold: Fold, *, chat_id: str = DEFAULT_CHAT) -> bool:
+        """Drop the folded messages and store the new summary, only if the base is unchanged."""
 
+    def remove(self, user_id: str, ids: Collection[str], *, chat_id: str = DEFAULT_CHAT) -> int:
+        """Remove messages by id (a forgotten turn); returns how many were removed."""
 
-def reconcile(messages: list[WindowMessage], brain: Brain) -> State:
-    """The state as stored, healed: a crash between writing the summary and rewriting the window
-    leaves messages that were already folded into the summary; they are dropped here. The last
-    message's id is the brain's `last_history_id` (so the window need not rewrite the brain)."""
-    if brain.summarized_through is not None:
-        ids = [m.id for m in messages]
-        if brain.summarized_through in ids:
-            messages = messages[ids.index(brain.summarized_through) + 1 :]
-    if messages:
-        brain.last_history_id = messages[-1].id
-    return State(messages, brain)
+    def sync(self, user_id: str, *, chat_id: str = DEFAULT_CHAT) -> None:
+        """Make earlier non-durable appends durable."""
 
 
-def message_from_dict(d: dict) -> WindowMessage:
-    """Raises KeyError / TypeError / ValueError for a dict that is not a message."""
-    content = str(d["content"])
-    # A hand-written line may lack the stored count; counting it here keeps budgets honest.
-    tokens = int(d.get("tokens") or 0) or count_tokens(content)
-    return WindowMessage(id=str(d["id"]), role=str(d["role"]), content=content, at=str(d.get("at", "")), tokens=tokens)
+@dataclass
+class _OnDisk:
+    """One chat's files as read, before healing."""
 
-
-def message_to_line(m: WindowMessage) -> str:
-    # JSON is valid YAML flow style; one line per message keeps appends atomic in effect.
-    return "- " + json.dumps(asdict(m), ensure_ascii=False) + "\n"
+    messages: list[WindowMessage]
+    bad: list[tuple[int, str]]
+    """(line number, text) of complete lines that are not messages."""
+    tail: bytes
+    """Bytes after the last newline: an append torn by a crash (or in flight in another process)."""
+    brain: Brain
+    brain_error: str | None
 
 
 class FileBackend:
-    """history.yaml + brain.yaml per user; for one process (use Redis for several workers)."""
+    """history.yaml + brain.yaml per user and chat; safe for several threads and processes."""
 
     def __init__(self, paths: CharacterPaths) -> None:
         self._paths = paths
-        self._locks: dict[str, threading.RLock] = {}
-        self._guard = threading.Lock()
-        self._cache: dict[str, tuple[tuple[int, int, int, int], State]] = {}
+        self._locks = LockTable()
+        self._cache: dict[tuple[str, str], tuple[tuple[int, ...], _OnDisk]] = {}
+        self._files: dict[tuple[str, str], tuple[Path, Path]] = {}
+
+    def files(self, user_id: str, chat_id: str = DEFAULT_CHAT) -> tuple[Path, Path]:
+        """(history.yaml, brain.yaml) of one chat."""
+        found = self._files.get((user_id, chat_id))
+        if found is None:
+            up = self._paths.user(user_id)
+            folder = up.root if chat_id == DEFAULT_CHAT else up.root / "chats" / chat_folder(chat_id)
+            found = self._files[(user_id, chat_id)] = (folder / up.history_file.name, folder / up.brain_file.name)
+        return found
 
     @contextlib.contextmanager
-    def lock(self, user_id: str) -> Iterator[None]:
-        with self._guard:
-            lk = self._locks.setdefault(user_id, threading.RLock())
-        with lk:
+    def lock(self, user_id: str, *, chat_id: str = DEFAULT_CHAT) -> Iterator[None]:
+        # One lock per user for all of its chats: writes are short, and one file is simpler to reason about.
+        history, _ = self.files(user_id)
+        with self._locks.get(history.with_name(".lock-window")).hold():
             yield
 
-    def load(self, user_id: str) -> State:
-        up = self._paths.user(user_id)
-        key = (*_stat(up.history_file), *_stat(up.brain_file))
-        cached = self._cache.get(user_id)
+    # -- reading -------------------------------------------------------------------------------
+
+    def load(self, user_id: str, *, chat_id: str = DEFAULT_CHAT) -> State:
+        history, brain_file = self.files(user_id, chat_id)
+        disk = self._read_cached(user_id, chat_id)
+        problems = [f"{history}:{n}: unreadable message line skipped ({_clip(text)})" for n, text in disk.bad]
+        if disk.brain_error:
+            problems.append(f"{disk.brain_error}; the summary is left out until the file is fixed")
+        brain = Brain(
+            disk.brain.historical_summary, disk.brain.last_history_id, disk.brain.summarized_through,
+            disk.brain.updated_at,
+        )
+        return reconcile(list(disk.messages), brain, tuple(problems), disk.brain_error is None)
+
+    def _read_cached(self, user_id: str, chat_id: str) -> _OnDisk:
+        history, brain_file = self.files(user_id, chat_id)
+        key = (*_stat(history), *_stat(brain_file))
+        cached = self._cache.get((user_id, chat_id))
         if cached is not None and cached[0] == key:
-            return State(list(cached[1].messages), _copy(cached[1].brain))
-        state = reconcile(self._load_history(up.history_file), self._load_brain(up.brain_file))
-        self._cache[user_id] = (key, State(list(state.messages), _copy(state.brain)))
-        return state
+            return cached[1]
+        disk = _read(history, brain_file)
+        self._cache[(user_id, chat_id)] = (key, disk)
+        return disk
 
-    def append(self, user_id: str, messages: list[WindowMessage], brain: Brain) -> None:
-        up = self._paths.user(user_id)
-        cached = self._cache.get(user_id)
-        fresh = cached is not None and cached[0] == (*_stat(up.history_file), *_stat(up.brain_file))
-        append_text_durably(up.history_file, "".join(message_to_line(m) for m in messages))
-        # last_history_id is re-derived from history.yaml on load, so brain.yaml need not be
-        # rewritten on every turn (BrainMemory's is_dirty); only summary changes write it.
-        if fresh:
-            # Extend the cached state instead of re-reading a possibly long file.
-            old = cached[1]
-            brain_copy = _copy(old.brain)
-            brain_copy.last_history_id = messages[-1].id if messages else brain_copy.last_history_id
-            key = (*_stat(up.history_file), *_stat(up.brain_file))
-            self._cache[user_id] = (key, State(old.messages + list(messages), brain_copy))
-        else:
-            self._cache.pop(user_id, None)
+    # -- writing (each under the lock) ---------------------------------------------------------
 
-    def replace(self, user_id: str, messages: list[WindowMessage], brain: Brain) -> None:
-        up = self._paths.user(user_id)
-        # Brain first: if we crash before history.yaml is rewritten, load() drops the folded ones.
-        if brain.is_dirty:
-            atomic_write_yaml(up.brain_file, _brain_dict(brain))
-        atomic_write_text(up.history_file, "".join(message_to_line(m) for m in messages))
-        brain.is_dirty = False
-        self._cache.pop(user_id, None)
+    def append(
+        self, user_id: str, messages: list[WindowMessage], brain: Brain, *, chat_id: str = DEFAULT_CHAT,
+        durable: bool = True,
+    ) -> None:
+        """`brain` is not written: last_history_id is re-derived from history.yaml on load, so
+        brain.yaml changes only when the summary does."""
+        if not messages:
+            return
+        history, brain_file = self.files(user_id, chat_id)
+        with self.lock(user_id):
+            disk = self._writable(user_id, chat_id)
+            data = "".join(message_to_line(m) for m in messages).encode("utf-8")
+            if durable:
+                append_bytes_durably(history, data)
+            else:
+                history.parent.mkdir(parents=True, exist_ok=True)
+                with open(history, "ab") as f:
+                    f.write(data)
+            key = (*_stat(history), *_stat(brain_file))
+            self._cache[(user_id, chat_id)] = (key, _OnDisk(disk.messages + list(messages), [], b"", disk.brain, disk.brain_error))
 
-    def _load_brain(self, path: Path) -> Brain:
-        if not path.exists():
-            return Brain()
-        data = load_yaml_file(path) or {}
-        if not isinstance(data, dict):
-            raise DataFileError("expected a mapping of summary fields", path=str(path), line=1)
-        known = {k: data.get(k) for k in ("historical_summary", "last_history_id", "summarized_through", "updated_at")}
-        known["historical_summary"] = known["historical_summary"] or ""
-        return Brain(**known)
+    def apply_fold(self, user_id: str, fold: Fold, *, chat_id: str = DEFAULT_CHAT) -> bool:
+        history, brain_file = self.files(user_id, chat_id)
+        with self.lock(user_id):
+            disk = self._writable(user_id, chat_id)
+            if disk.brain_error:
+                raise DataFileError(f"not folding into an unreadable summary: {disk.brain_error}")
+            state = reconcile(list(disk.messages), disk.brain)
+            if (state.brain.historical_summary, state.brain.summarized_through) != (fold.base_summary, fold.base_through):
+                return False
+            n = len(fold.evicted_ids)
+            if tuple(m.id for m in state.messages[:n]) != fold.evicted_ids:
+                return False
+            # Brain first: if we crash before history.yaml is rewritten, load() drops the folded ones.
+            atomic_write_text(brain_file, brain_to_yaml(fold.brain))
+            self._rewrite(user_id, chat_id, state.messages[n:])
+        return True
 
-    def _load_history(self, path: Path) -> list[WindowMessage]:
-        if not path.exists():
-            return []
-        text = read_text_strict(path)
-        good: list[WindowMessage] = []
-        bad: list[str] = []
-        for number, line in enumerate(text.splitlines(keepends=True), start=1):
+    def remove(self, user_id: str, ids: Collection[str], *, chat_id: str = DEFAULT_CHAT) -> int:
+        wanted = set(ids)
+        with self.lock(user_id):
+            disk = self._writable(user_id, chat_id)
+            kept = [m for m in disk.messages if m.id not in wanted]
+            removed = len(disk.messages) - len(kept)
+            if removed:
+                self._rewrite(user_id, chat_id, kept)
+        return removed
+
+    def sync(self, user_id: str, *, chat_id: str = DEFAULT_CHAT) -> None:
+        history, _ = self.files(user_id, chat_id)
+        try:
+            fd = os.open(history, os.O_RDONLY)
+        except FileNotFoundError:
+            return
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def _writable(self, user_id: str, chat_id: str) -> _OnDisk:
+        """The current files, repaired if a crash left a torn or unreadable line (under the lock)."""
+        history, _ = self.files(user_id, chat_id)
+        disk = self._read_cached(user_id, chat_id)
+        if disk.bad or disk.tail:
+            aside = b"".join(text.encode("utf-8", "surrogateescape") + b"\n" for _, text in disk.bad) + disk.tail
+            append_bytes_durably(history.with_name(history.name + ".corrupt"), aside + b"\n")
+            log.warning("%s: %d unreadable or torn line(s) set aside in %s.corrupt", history, len(disk.bad) + bool(disk.tail), history.name)
+            self._rewrite(user_id, chat_id, disk.messages)
+            disk = self._read_cached(user_id, chat_id)
+        return disk
+
+    def _rewrite(self, user_id: str, chat_id: str, messages: list[WindowMessage]) -> None:
+        history, _ = self.files(user_id, chat_id)
+        atomic_write_text(history, "".join(message_to_line(m) for m in messages))
+        self._cache.pop((user_id, chat_id), None)
+
+
+def _read(history: Path, brain_file: Path) -> _OnDisk:
+    messages: list[WindowMessage] = []
+    bad: list[tuple[int, str]] = []
+    tail = b""
+    try:
+        data = read_bytes_capped(history)
+    except FileNotFoundError:
+        data = b""
+    if data:
+        *lines, tail = data.split(b"\n")
+        for number, raw in enumerate(lines, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                bad.append((number, raw.decode("utf-8", "surrogateescape")))
+                continue
             if not line.strip():
                 continue
-            message = _parse_line(line)
-            if message is None or not line.endswith("\n"):
-                bad.append(line)
-                log.warning("%s:%d: unreadable message line set aside in %s.corrupt", path, number, path.name)
-                continue
-            good.append(message)
-        if bad:
-            append_text_durably(path.with_name(path.name + ".corrupt"), "".join(bad) + "\n")
-            atomic_write_text(path, "".join(message_to_line(m) for m in good))
-        return good
-
-
-def _parse_line(line: str) -> WindowMessage | None:
-    stripped = line.strip()
-    d = None
-    if stripped.startswith("- {"):
-        # What we write is JSON; json is ~20x faster than YAML on long histories.
-        try:
-            d = json.loads(stripped[2:])
-        except ValueError:
-            d = None
-    if d is None:
-        # A hand-edited line may be any YAML flow mapping.
-        try:
-            data = yaml.load(line, Loader=_Loader)  # noqa: S506 - safe loader
-        except yaml.YAMLError:
-            return None
-        if not (isinstance(data, list) and len(data) == 1 and isinstance(data[0], dict)):
-            return None
-        d = data[0]
-    if not isinstance(d, dict):
-        return None
+            message = parse_line(line)
+            if message is None:
+                bad.append((number, line))
+            else:
+                messages.append(message)
+    brain, error = Brain(), None
     try:
-        return message_from_dict(d)
-    except (KeyError, TypeError, ValueError):
-        return None
+        text = read_bytes_capped(brain_file, max_bytes=DATA_FILE_LIMITS.max_bytes).decode("utf-8")
+    except FileNotFoundError:
+        text = ""
+    except UnicodeDecodeError as exc:
+        text, error = "", f"{brain_file}: invalid UTF-8 ({exc.reason})"
+    except DataFileError as exc:
+        text, error = "", str(exc)
+    if text.strip():
+        try:
+            brain = parse_brain(text, path=str(brain_file))
+        except DataFileError as exc:
+            error = str(exc)
+    return _OnDisk(messages, bad, tail if tail.strip() else b"", brain, error)
 
 
-def _stat(path: Path) -> tuple[int, int]:
+def _stat(path: Path) -> tuple[int, int, int]:
     try:
         st = path.stat()
     except FileNotFoundError:
-        return (0, -1)
-    return (st.st_mtime_ns, st.st_size)
+        return (0, 0, -1)
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
-def _copy(brain: Brain) -> Brain:
-    return Brain(brain.historical_summary, brain.last_history_id, brain.summarized_through, brain.updated_at)
-
-
-def _brain_dict(brain: Brain) -> dict[str, object]:
-    return {
-        "historical_summary": brain.historical_summary,
-        "last_history_id": brain.last_history_id,
-        "summarized_through": brain.summarized_through,
-        "updated_at": brain.updated_at,
-    }
+def _clip(text: str) -> str:
+    return repr(text[:60] + ("…" if len(text) > 60 else ""))

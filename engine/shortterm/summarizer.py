@@ -7,6 +7,8 @@ a hard truncation, so it always stops, even with a model that does not shrink it
 Offline fallback (no LLM, or the LLM failed): an extractive summary — the previous summary plus
 the first sentence of each evicted message, clipped to `max_words` (characters for CJK text,
 words otherwise), newest content kept.
+
+Either way the result is at most `max_tokens` tokens: words do not bound text without spaces.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ def summarize(
     prompts: Prompts,
     max_words: int,
     input_tokens: int,
+    max_tokens: int = 500,
     user: str = "user",
     char: str = "assistant",
 ) -> SummaryUpdate:
@@ -60,7 +63,7 @@ def summarize(
         return SummaryUpdate(previous, used_llm=False, llm_calls=0)
     text = format_messages(messages, user=user, char=char)
     if llm is None:
-        return SummaryUpdate(extractive_summary(previous, messages, max_words), used_llm=False, llm_calls=0)
+        return SummaryUpdate(extractive_summary(previous, messages, max_words, max_tokens), used_llm=False, llm_calls=0)
     calls = 0
     try:
         budget = max(200, input_tokens - count_tokens(previous) - 300)
@@ -81,9 +84,11 @@ def summarize(
     except LLMError as exc:
         log.warning("summary: memory LLM failed (%s); using the extractive fallback", exc)
         return SummaryUpdate(
-            extractive_summary(previous, messages, max_words), used_llm=False, llm_calls=calls, error=str(exc)
+            extractive_summary(previous, messages, max_words, max_tokens), used_llm=False, llm_calls=calls,
+            error=str(exc),
         )
-    return SummaryUpdate(clip_words(summary.strip(), max_words * 2), used_llm=True, llm_calls=calls)
+    text = truncate_tokens(clip_words(summary.strip(), max_words * 2), max_tokens)
+    return SummaryUpdate(text, used_llm=True, llm_calls=calls)
 
 
 def _ask(llm: LLM, prompts: Prompts, *, previous: str, text: str, max_words: int) -> str:
@@ -95,7 +100,9 @@ def _ask(llm: LLM, prompts: Prompts, *, previous: str, text: str, max_words: int
     return reply
 
 
-def extractive_summary(previous: str, messages: Sequence[dict[str, str]], max_words: int) -> str:
+def extractive_summary(
+    previous: str, messages: Sequence[dict[str, str]], max_words: int, max_tokens: int = 500
+) -> str:
     lines = [previous.strip()] if previous.strip() else []
     for m in messages:
         first = _SENTENCE_END.split(m["content"].strip(), maxsplit=1)[0].strip()
@@ -104,7 +111,25 @@ def extractive_summary(previous: str, messages: Sequence[dict[str, str]], max_wo
             if m["role"] == "assistant" and _CJK.search(first):
                 who = "角色"
             lines.append(f"{who}: {first}")
-    return clip_words("\n".join(lines), max_words, keep="end")
+    return keep_last_tokens(clip_words("\n".join(lines), max_words, keep="end"), max_tokens)
+
+
+def keep_last_tokens(text: str, max_tokens: int) -> str:
+    """The longest suffix of `text` within `max_tokens` (the newest content of a summary).
+
+    Searched by characters, so no character is cut in half; only the last 16 characters per
+    allowed token are considered (a token is rarely longer), which keeps this cheap on huge text."""
+    if count_tokens(text) <= max_tokens:
+        return text
+    window = text[-16 * max_tokens :]
+    lo, hi = 0, len(window)  # find the smallest start whose suffix fits
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if count_tokens(window[mid:]) <= max_tokens:
+            hi = mid
+        else:
+            lo = mid + 1
+    return window[lo:].strip()
 
 
 def clip_words(text: str, max_words: int, *, keep: str = "start") -> str:

@@ -1,7 +1,9 @@
 """The contract between the orchestrator and the memory stores.
 
 The orchestrator knows only `Store`: it embeds the query once, asks every store in parallel with
-`retrieve`, and hands each finished turn to `record` on the background worker.
+`retrieve`, and each finished turn becomes a `record` job of the durable journal, run on the
+background worker (again after a crash or a failure: `record` must be idempotent by turn id).
+A store that can take a turn back also has `forget` (see `Forgetting`), found with getattr.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ class Turn:
     """Aware, in the user's zone."""
     user: str
     assistant: str
+    chat_id: str = "default"
+    """The conversation it belongs to: the short-term window and summary are per (user, chat);
+    the diary and the facts are per user."""
 
 
 @dataclass(frozen=True)
@@ -81,8 +86,10 @@ class Store(Protocol):
         ...
 
     def record(self, turn: Turn) -> None:
-        """Write hook, run on the background worker after each turn. May raise; the error is
-        logged and reported, and the turn itself is already durable in the short-term window."""
+        """Write hook, a journal job run on the background worker after each turn. Idempotent by
+        `turn.id`: it runs again after a crash (replay) or a failure (retry), and a second run
+        must not duplicate anything. May raise; the journal keeps the job, shows it as failed and
+        retries it with backoff. Must keep no must-survive state of its own in `.cache/`."""
         ...
 
     def problems(self) -> list[str]:
@@ -91,3 +98,12 @@ class Store(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class Forgetting(Protocol):
+    """Optional: a store that can take back what one turn wrote (regenerate, edit, delete)."""
+
+    def forget(self, user_id: str, turn_id: str) -> int:
+        """Remove or revert what `turn_id` wrote; how many things changed (0 if nothing: idempotent)."""
+        ...

@@ -12,14 +12,13 @@ from datetime import datetime
 
 from engine.adapters.llm import LLM, Message
 from engine.prompts import Prompts
-from engine.stores.base import Turn
 from engine.stores.core.facts import Fact
-from engine.stores.core.ops import FactOp, ReplyError, parse_reply
+from engine.stores.core.ops import FactOp, ReplyError, Said, parse_reply
 
 log = logging.getLogger(__name__)
 
 
-def build_messages(prompts: Prompts, turns: Sequence[Turn], shown: Sequence[Fact], *, today: datetime) -> list[Message]:
+def build_messages(prompts: Prompts, turns: Sequence[Said], shown: Sequence[Fact], *, today: datetime) -> list[Message]:
     empty = "(无)" if prompts.language == "zh" else "(none)"
     facts = "\n".join(f"[{i}] {f.text}" for i, f in enumerate(shown, start=1)) or empty
     user_label, bot_label = ("用户", "助手") if prompts.language == "zh" else ("User", "Assistant")
@@ -39,11 +38,11 @@ def build_messages(prompts: Prompts, turns: Sequence[Turn], shown: Sequence[Fact
 
 
 def llm_ops(
-    llm: LLM, prompts: Prompts, turns: Sequence[Turn], shown: Sequence[Fact], *, today: datetime
-) -> list[FactOp] | None:
-    """The operations the LLM proposes, or None when its reply was unreadable twice.
-
-    `LLMError` (unreachable, timeout) propagates: the caller keeps the turns for a later try.
+    llm: LLM, prompts: Prompts, turns: Sequence[Said], shown: Sequence[Fact], *, today: datetime
+) -> list[FactOp]:
+    """The operations the LLM proposes. An unreadable reply is retried once with the parse error
+    shown to the LLM; a second raises `ReplyError`. `LLMError` (unreachable, timeout, HTTP
+    error) propagates. Either way the caller falls back to the offline rules and retries later.
     """
     aliases = {i: f.id for i, f in enumerate(shown, start=1)}
     messages = build_messages(prompts, turns, shown, today=today)
@@ -53,10 +52,11 @@ def llm_ops(
             return parse_reply(reply, aliases)
         except ReplyError as exc:
             log.warning("core memory: unreadable extraction reply (attempt %d of 2): %s", attempt, exc)
+            if attempt == 2:
+                raise
             messages = [
                 *messages,
-                {"role": "assistant", "content": reply},
+                {"role": "assistant", "content": reply[:4000]},
                 {"role": "user", "content": prompts.render("core_retry", error=str(exc)[:200])},
             ]
-    log.warning("core memory: skipped extraction of %d turn(s) after two unreadable replies", len(turns))
-    return None
+    raise AssertionError("unreachable")

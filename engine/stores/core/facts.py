@@ -10,7 +10,8 @@ The file is a YAML list, one mapping per fact::
       history:                           # superseded versions; kept, never injected
       - text: 住在重庆
         until: '2026-11-05T09:12:00+08:00'
-        change: update                   # update | delete
+        change: update                   # update | delete | forget
+        by: t-0042                       # the turn(s) that made the change, or manual
       deleted_at: '2026-11-09T...'       # only on deleted facts (kept for history)
 
 A person adding a fact by hand may write only `- text: ...` (or even a bare string): a missing id is
@@ -34,7 +35,7 @@ import yaml
 from engine.errors import DataFileError
 from engine.fileio import dump_yaml, parse_yaml
 
-Change = Literal["update", "delete"]
+Change = Literal["update", "delete", "forget"]
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,11 @@ class Revision:
     until: datetime
     """When it stopped being current (aware)."""
     change: Change
-    """`update`: replaced by a newer text; `delete`: the fact was deleted."""
+    """`update`: replaced by a newer text; `delete`: the fact was deleted; `forget`: the change
+    turn `by` had made (this text, or the deletion) was withdrawn because that turn was forgotten."""
+    by: tuple[str, ...] = ()
+    """The turn ids whose extraction made the change, or `manual` (empty in files written before
+    this was recorded). `forget(turn)` finds the changes to revert by this."""
 
 
 @dataclass(frozen=True)
@@ -183,9 +188,17 @@ def _revision_from(item: Any, tz: ZoneInfo, default_time: datetime) -> Revision:
     if not isinstance(item, Mapping) or not isinstance(item.get("text"), str):
         raise _EntryError(f"each history entry needs a 'text' (got {item!r})", "history")
     change = item.get("change", "update")
-    if change not in ("update", "delete"):
-        raise _EntryError(f"history 'change' must be update or delete (got {change!r})", "history")
-    return Revision(text=item["text"], until=_when(item.get("until"), "history", tz) or default_time, change=change)
+    if change not in ("update", "delete", "forget"):
+        raise _EntryError(f"history 'change' must be update, delete or forget (got {change!r})", "history")
+    by = item.get("by") or []
+    if isinstance(by, (str, int)) and not isinstance(by, bool):
+        by = [by]
+    if not isinstance(by, list) or not all(isinstance(b, (str, int)) and not isinstance(b, bool) for b in by):
+        raise _EntryError(f"history 'by' must be a turn id or a list of them (got {by!r})", "history")
+    return Revision(
+        text=item["text"], until=_when(item.get("until"), "history", tz) or default_time, change=change,
+        by=tuple(str(b) for b in by),
+    )
 
 
 def _when(value: Any, key: str, tz: ZoneInfo) -> datetime | None:
@@ -240,15 +253,49 @@ def fact_to_dict(fact: Fact) -> dict[str, Any]:
         "learned_at": fact.learned_at.isoformat(timespec="seconds"),
         "updated_at": fact.updated_at.isoformat(timespec="seconds"),
         "source_turns": list(fact.source_turns),
-        "history": [
-            {"text": r.text, "until": r.until.isoformat(timespec="seconds"), "change": r.change}
-            for r in fact.history
-        ],
+        "history": [_revision_to_dict(r) for r in fact.history],
     }
     if fact.deleted_at is not None:
         out["deleted_at"] = fact.deleted_at.isoformat(timespec="seconds")
     return out
 
 
+def _revision_to_dict(revision: Revision) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "text": revision.text, "until": revision.until.isoformat(timespec="seconds"), "change": revision.change
+    }
+    if revision.by:
+        out["by"] = revision.by[0] if len(revision.by) == 1 else list(revision.by)
+    return out
+
+
 def dump_facts(facts: Iterable[Fact]) -> str:
     return dump_yaml([fact_to_dict(f) for f in facts])
+
+
+# ---------------------------------------------------------------------------- checking text
+
+MAX_FACT_CHARS = 2000
+"""Longest fact text accepted (the same bound as the HTTP API's); a fact is a sentence, not a page."""
+
+
+def check_fact_text(text: object) -> str:
+    """The fact text to store: whitespace collapsed (line and paragraph separators included).
+    Raises `FactTextError` naming the problem for empty text, text over `MAX_FACT_CHARS`, control
+    characters and lone surrogates (which no UTF-8 file can hold)."""
+    from engine.stores.core.errors import FactTextError
+
+    if not isinstance(text, str):
+        raise FactTextError(f"a fact's text must be a string (got {type(text).__name__} {text!r:.80})")
+    for i, ch in enumerate(text):
+        code = ord(ch)
+        if 0xD800 <= code <= 0xDFFF:
+            raise FactTextError(f"a fact may not contain a lone surrogate (U+{code:04X} at character {i + 1})")
+        if (code < 32 or 0x7F <= code <= 0x9F) and not ch.isspace():
+            raise FactTextError(f"a fact may not contain control characters (U+{code:04X} at character {i + 1})")
+    clean = " ".join(text.split())
+    if not clean:
+        raise FactTextError("a fact needs some text (got only whitespace)" if text else "a fact needs some text")
+    if len(clean) > MAX_FACT_CHARS:
+        raise FactTextError(f"a fact is at most {MAX_FACT_CHARS} characters (got {len(clean)})")
+    return clean

@@ -1,214 +1,189 @@
-"""The vector side of core memory: a FAISS index with stable integer ids, and its cache on disk.
+"""The vector side of core memory: one user's fact vectors, searchable by cosine, keyed by fact id.
 
-`IndexIDMap2` over `IndexFlatIP` on L2-normalised vectors: inner product is cosine, and the id map
-lets an update or delete touch one vector instead of rebuilding. Exact search is fine here: a
-flat scan is ~1 ms at 10,000 facts and ~17 ms at 100,000 (bench/bench_core.py); at 100,000 it
-reads 150 MB of vectors per query and is bound by memory bandwidth, not by the code around it.
+The vectors live in a FAISS `IndexHNSWFlat` (inner product on L2-normalised vectors, so cosine):
 
-Cache files, in the user's `.cache/` folder (derived, always safe to delete):
+- retrieval scans every vector exactly (a matrix-vector product over the flat storage, ~1 ms at
+  10,000 facts), so a fact is never missed because a graph walk went elsewhere;
+- the near-duplicate guard, asked once per added fact, walks the HNSW graph once the user has more
+  than `GUARD_EXACT_MAX` facts: an exact scan there would make adding facts one by one quadratic
+  (20,000 adds would scan 200 million vectors). Below that size it scans exactly too.
 
-- `core.faiss`      the index, written with `faiss.write_index` (no pickle anywhere);
-- `core_state.json` which embedder made it, the content hash of `core_mem.yml` it matches,
-                    fact id -> (faiss id, text hash), and a column snapshot of the parsed facts
-                    (`table.py`) so that opening an unchanged file skips the YAML parse.
-
-Both the id map and the snapshot are stored as parallel lists, not one object per fact: at 100,000
-facts, decoding a dict per fact (and the garbage collector walking them) was most of the open time.
-
-On open: same file hash and a consistent cache -> used as is. Otherwise the file is parsed and
-only the facts whose text hash changed (or that are new) are embedded again. A missing, stale or
-corrupt cache is rebuilt with a warning, never an error.
+Rows only grow: adding appends a row (FAISS grows its storage geometrically, and so does the live
+mask here), deleting or replacing a fact marks its row dead. When dead rows outnumber live ones
+the index is rebuilt from the live vectors, so each removal costs O(1) amortised and the index
+stays within twice its live size.
 """
 
 from __future__ import annotations
 
-import json
-import logging
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 import faiss
 import numpy as np
 
 from engine.adapters.embedder import Embedder
-from engine.fileio import atomic_write_bytes, atomic_write_text
 from engine.stores.core.facts import Fact, text_hash
-from engine.stores.core.table import FactTable, to_snapshot
 
-log = logging.getLogger(__name__)
+GUARD_EXACT_MAX = 4096
+"""Up to this many live facts the near-duplicate guard scans exactly; above it, it walks the graph."""
+GRAPH_M = 32
+"""HNSW neighbours per node: FAISS's usual value for 384-d text embeddings."""
+GRAPH_EF_SEARCH = 64
+_GUARD_K = 16
+_COMPACT_MIN_DEAD = 256
 
-CACHE_VERSION = 2
-# Version 1 stored the id map as {fact id: [faiss id, text hash]} and the snapshot as one dict per
-# fact: its index is still used (nothing is embedded again), its snapshot is not (the file is
-# parsed once, and the cache rewritten as version 2).
-_INDEX_VERSIONS = (1, CACHE_VERSION)
-INDEX_FILE = "core.faiss"
-STATE_FILE = "core_state.json"
+
+def new_graph(dim: int) -> faiss.IndexHNSWFlat:
+    graph = faiss.IndexHNSWFlat(dim, GRAPH_M, faiss.METRIC_INNER_PRODUCT)
+    graph.hnsw.efSearch = GRAPH_EF_SEARCH
+    return graph
 
 
 class FactIndex:
-    """Vectors of the live facts of one user, searchable by cosine, keyed by fact id."""
+    """Vectors of the live facts of one user."""
 
-    def __init__(self, dim: int) -> None:
+    def __init__(self, dim: int, *, guard_exact_max: int = GUARD_EXACT_MAX) -> None:
         self.dim = dim
-        self.index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
-        # Three flat dicts rather than fact id -> (faiss id, hash) tuples: built with one
-        # `dict(zip(...))` each from the cache's columns, no object per fact.
-        self.faiss_id: dict[str, int] = {}
-        """fact id -> faiss id."""
+        self.graph = new_graph(dim)
+        self.guard_exact_max = guard_exact_max
+        self.row_fact: list[str | None] = []
+        """Row -> fact id; None for a dead row (deleted or replaced)."""
+        self.fact_row: dict[str, int] = {}
         self.embedded_hash: dict[str, str] = {}
-        """fact id -> text hash of the text that was embedded."""
-        self.fact_of: dict[int, str] = {}
-        """faiss id -> fact id."""
-        self.next_id = 1
+        """Fact id -> text hash of the text whose vector is in the index."""
+        self._live = np.zeros(64, dtype=bool)
+        self.dead = 0
 
     def __len__(self) -> int:
-        return len(self.faiss_id)
+        return len(self.fact_row)
 
     def is_current(self, fact: Fact) -> bool:
         return self.embedded_hash.get(fact.id) == text_hash(fact.text)
 
-    def add(self, facts: Sequence[Fact], vectors: np.ndarray) -> None:
-        """Add (or replace) the vectors of `facts`; a replaced fact gets a fresh faiss id."""
-        if not facts:
-            return
-        self.remove([f.id for f in facts if f.id in self.faiss_id])
-        ids = np.arange(self.next_id, self.next_id + len(facts), dtype=np.int64)
-        self.next_id += len(facts)
-        self.index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), ids)
-        for fact, int_id in zip(facts, ids.tolist()):
-            self.faiss_id[fact.id] = int_id
-            self.embedded_hash[fact.id] = text_hash(fact.text)
-            self.fact_of[int_id] = fact.id
+    # ------------------------------------------------------------------ changes
 
-    def remove(self, fact_ids: Sequence[str]) -> None:
-        ints = []
+    def add(self, facts: Sequence[Fact], vectors: np.ndarray) -> None:
+        """Add (or replace) the vectors of `facts`."""
+        if facts:
+            self.append_rows([f.id for f in facts], [text_hash(f.text) for f in facts], vectors)
+
+    def append_rows(self, fact_ids: Sequence[str], hashes: Sequence[str], vectors: np.ndarray) -> None:
+        vectors = np.ascontiguousarray(np.atleast_2d(vectors), dtype=np.float32)
+        if vectors.shape != (len(fact_ids), self.dim):
+            raise ValueError(f"{vectors.shape[0]}x{vectors.shape[1]} vectors for {len(fact_ids)} facts of dimension {self.dim}")
+        self.remove([f for f in fact_ids if f in self.fact_row])
+        start = len(self.row_fact)
+        self.graph.add(vectors)
+        self._grow(start + len(fact_ids))
+        self._live[start : start + len(fact_ids)] = True
+        self.row_fact.extend(fact_ids)
+        for offset, (fact_id, digest) in enumerate(zip(fact_ids, hashes)):
+            self.fact_row[fact_id] = start + offset
+            self.embedded_hash[fact_id] = digest
+
+    def remove(self, fact_ids: Iterable[str]) -> None:
         for fact_id in fact_ids:
-            if fact_id in self.faiss_id:
-                ints.append(self.faiss_id.pop(fact_id))
-                del self.embedded_hash[fact_id]
-        if ints:
-            for i in ints:
-                del self.fact_of[i]
-            self.index.remove_ids(np.asarray(ints, dtype=np.int64))
+            row = self.fact_row.pop(fact_id, None)
+            if row is None:
+                continue
+            del self.embedded_hash[fact_id]
+            self.row_fact[row] = None
+            self._live[row] = False
+            self.dead += 1
+        if self.dead > max(_COMPACT_MIN_DEAD, len(self)):
+            self._compact()
+
+    def _grow(self, rows: int) -> None:
+        if rows > len(self._live):
+            bigger = np.zeros(max(rows, 2 * len(self._live)), dtype=bool)
+            bigger[: len(self._live)] = self._live
+            self._live = bigger
+
+    def _compact(self) -> None:
+        rows = [r for r, f in enumerate(self.row_fact) if f is not None]
+        ids = [self.row_fact[r] for r in rows]
+        vectors = self.vectors()[rows].copy()
+        hashes = [self.embedded_hash[f] for f in ids if f is not None]
+        self.graph = new_graph(self.dim)
+        self.row_fact, self.fact_row, self.embedded_hash = [], {}, {}
+        self._live = np.zeros(64, dtype=bool)
+        self.dead = 0
+        self.append_rows([f for f in ids if f is not None], hashes, vectors)
+
+    # ------------------------------------------------------------------ reading
+
+    def vectors(self) -> np.ndarray:
+        """(rows, dim) view of every stored vector, dead rows included; valid until the next add."""
+        n = int(self.graph.ntotal)
+        if n == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        storage = faiss.downcast_index(self.graph.storage)
+        return faiss.rev_swig_ptr(storage.get_xb(), n * self.dim).reshape(n, self.dim)
+
+    def scores(self, vector: np.ndarray) -> np.ndarray:
+        """Cosine of one vector against every row, dead rows included (FAISS's own SIMD loop:
+        numpy's BLAS call costs ~10x more for one vector on a busy machine)."""
+        vector = self._check(vector)[0]
+        n = int(self.graph.ntotal)
+        out = np.empty(n, dtype=np.float32)
+        if n:
+            storage = faiss.downcast_index(self.graph.storage)
+            faiss.fvec_inner_products_ny(faiss.swig_ptr(out), faiss.swig_ptr(vector), storage.get_xb(), self.dim, n)
+        return out
+
+    def live_scores(self, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Cosine of `vector` against every live fact: (rows, scores), in row order."""
+        scores = self.scores(vector)
+        if self.dead:
+            rows = np.flatnonzero(self._live[: len(scores)])
+            return rows, scores[rows]
+        return np.arange(len(scores)), scores
 
     def search(self, vectors: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
-        """For each row of `vectors`, up to `k` (fact id, cosine) pairs, best first."""
-        vectors = np.ascontiguousarray(np.atleast_2d(vectors), dtype=np.float32)
-        if vectors.shape[1] != self.dim:
-            raise ValueError(f"query vector has dimension {vectors.shape[1]}, the core index has {self.dim}")
+        """For each row of `vectors`, up to `k` (fact id, cosine) pairs, best first; exact."""
+        vectors = self._check(vectors)
         k = min(k, len(self))
         if k <= 0:
             return [[] for _ in range(len(vectors))]
-        scores, ids = self.index.search(vectors, k)
-        return [
-            [(self.fact_of[i], float(s)) for s, i in zip(row_s, row_i) if i >= 0 and i in self.fact_of]
-            for row_s, row_i in zip(scores.tolist(), ids.tolist())
-        ]
+        out = []
+        for vector in vectors:
+            scores = self.scores(vector)
+            if self.dead:
+                scores[~self._live[: len(scores)]] = -np.inf
+            top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+            top = top[np.argsort(-scores[top], kind="stable")]
+            out.append([(self.row_fact[r], float(scores[r])) for r in top.tolist()])  # type: ignore[misc]
+        return out
+
+    def nearest(self, vector: np.ndarray) -> tuple[str, float] | None:
+        """The live fact closest to `vector` (for the near-duplicate guard)."""
+        if not len(self):
+            return None
+        if len(self) > self.guard_exact_max:
+            scores, rows = self.graph.search(self._check(vector), _GUARD_K)
+            for score, row in zip(scores[0].tolist(), rows[0].tolist()):
+                if row >= 0 and self.row_fact[row] is not None:
+                    return self.row_fact[row], float(score)  # type: ignore[return-value]
+            # Every neighbour found was a dead row (one fact replaced many times): scan exactly.
+        [best] = self.search(vector, 1)
+        return best[0] if best else None
 
     def vector(self, fact_id: str) -> np.ndarray:
-        return self.index.reconstruct(self.faiss_id[fact_id])
+        return self.vectors()[self.fact_row[fact_id]].copy()
+
+    def _check(self, vectors: np.ndarray) -> np.ndarray:
+        vectors = np.ascontiguousarray(np.atleast_2d(vectors), dtype=np.float32)
+        if vectors.shape[1] != self.dim:
+            raise ValueError(f"query vector has dimension {vectors.shape[1]}, the core index has {self.dim}")
+        return vectors
 
 
 def sync_index(index: FactIndex, facts: Sequence[Fact], embedder: Embedder) -> int:
     """Make `index` hold exactly the live facts' current texts; embed only what changed. Returns
     how many texts were embedded."""
     live = {f.id: f for f in facts if f.live}
-    index.remove([fid for fid in list(index.faiss_id) if fid not in live])
+    index.remove([fid for fid in list(index.fact_row) if fid not in live])
     stale = [f for f in live.values() if not index.is_current(f)]
     if stale:
         index.add(stale, embedder.embed([f.text for f in stale], role="passage"))
     return len(stale)
-
-
-@dataclass
-class Cached:
-    """What a readable cache holds."""
-
-    index: FactIndex
-    file_hash: str
-    facts: FactTable | None
-    """The parsed facts snapshot (None when the cache has none this version can use)."""
-
-
-class IndexCache:
-    """Reads and writes one user's `core.faiss` + `core_state.json`."""
-
-    def __init__(self, folder: Path, embedder: Embedder) -> None:
-        self.folder = Path(folder)
-        self.model_id = embedder.model_id
-        self.dim = int(embedder.dim)
-
-    def load(self) -> Cached | None:
-        state_path, index_path = self.folder / STATE_FILE, self.folder / INDEX_FILE
-        if not state_path.exists() or not index_path.exists():
-            return None
-        try:
-            state = json.loads(state_path.read_bytes())
-            if state.get("version") not in _INDEX_VERSIONS:
-                return None
-            if state.get("model") != self.model_id or int(state.get("dim", -1)) != self.dim:
-                log.info("core cache %s was built with another embedder; rebuilding", self.folder)
-                return None
-            raw = faiss.read_index(str(index_path))
-            loaded = self._index_from(raw, state)
-            snapshot = state.get("facts") if state["version"] == CACHE_VERSION else None
-            facts = FactTable.from_snapshot(snapshot) if snapshot is not None else None
-        except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
-            # RuntimeError: faiss's reader on a truncated or foreign file.
-            log.warning("core cache in %s is corrupt (%s: %s); rebuilding it", self.folder, type(exc).__name__, exc)
-            return None
-        return Cached(index=loaded, file_hash=str(state["file_hash"]), facts=facts)
-
-    def _index_from(self, raw: Any, state: Mapping[str, Any]) -> FactIndex:
-        if raw.d != self.dim:
-            raise ValueError(f"index dimension {raw.d} != embedder dimension {self.dim}")
-        index = FactIndex(self.dim)
-        # read_index already returns the concrete class; a downcast wrapper would not own the
-        # C++ object, which would be freed with `raw`.
-        index.index = raw
-        if not isinstance(index.index, faiss.IndexIDMap2):
-            raise ValueError(f"index is a {type(index.index).__name__}, expected IndexIDMap2")
-        entries = state["entries"]
-        if state["version"] == 1:
-            fact_ids = [str(k) for k in entries]
-            faiss_ids = [int(v[0]) for v in entries.values()]
-            hashes = [str(v[1]) for v in entries.values()]
-        else:
-            fact_ids, faiss_ids, hashes = entries["fact"], entries["faiss"], entries["hash"]
-        if not len(fact_ids) == len(faiss_ids) == len(hashes):
-            raise ValueError("the id map columns differ in length")
-        # The two files are written one after the other; a crash between them leaves ids that
-        # disagree, which must not be trusted.
-        stored_ids = np.sort(faiss.vector_to_array(index.index.id_map))
-        if not np.array_equal(stored_ids, np.sort(np.asarray(faiss_ids, dtype=np.int64))):
-            raise ValueError("the index ids do not match the state file")
-        index.faiss_id = dict(zip(fact_ids, faiss_ids))
-        index.embedded_hash = dict(zip(fact_ids, hashes))
-        index.fact_of = dict(zip(faiss_ids, fact_ids))
-        if not len(index.faiss_id) == len(index.fact_of) == len(fact_ids):
-            raise ValueError("the id map repeats an id")
-        index.next_id = int(state["next_id"])
-        return index
-
-    def save(self, index: FactIndex, *, file_hash: str, facts: Iterable[Fact]) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        index_path = self.folder / INDEX_FILE
-        atomic_write_bytes(index_path, faiss.serialize_index(index.index).tobytes())
-        fact_ids = list(index.faiss_id)
-        state = {
-            "version": CACHE_VERSION,
-            "model": self.model_id,
-            "dim": self.dim,
-            "file_hash": file_hash,
-            "next_id": index.next_id,
-            "entries": {
-                "fact": fact_ids,
-                "faiss": [index.faiss_id[f] for f in fact_ids],
-                "hash": [index.embedded_hash[f] for f in fact_ids],
-            },
-            "facts": to_snapshot(facts),
-        }
-        atomic_write_text(self.folder / STATE_FILE, json.dumps(state, ensure_ascii=False, separators=(",", ":")))

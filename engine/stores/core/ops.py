@@ -20,9 +20,10 @@ import ast
 import json
 import logging
 import re
+import reprlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from engine.errors import EngineError
 
@@ -42,6 +43,19 @@ class FactOp:
     """Target of UPDATE and DELETE."""
 
 
+class Said(Protocol):
+    """What extraction reads of a turn: a `Turn`, or a turn waiting in the pending file."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def user(self) -> str: ...
+
+    @property
+    def assistant(self) -> str: ...
+
+
 class ReplyError(EngineError, ValueError):
     """The memory LLM's reply could not be read as operations; the message says why."""
 
@@ -55,6 +69,14 @@ _KINDS = {"ADD": "ADD", "UPDATE": "UPDATE", "DELETE": "DELETE", "NONE": "NONE", 
 
 def parse_reply(reply: str, aliases: Mapping[int, str]) -> list[FactOp]:
     """Operations in `reply`; `aliases` maps the integers shown to the LLM to real fact ids."""
+    try:
+        return _parse(reply, aliases)
+    except RecursionError:
+        # A reply nested thousands of levels deep: JSON and repr both recurse on it.
+        raise ReplyError(f"the reply is nested too deeply to be operations: {_clip(reply)!r}") from None
+
+
+def _parse(reply: str, aliases: Mapping[int, str]) -> list[FactOp]:
     data = _load_json_ish(reply)
     if isinstance(data, Mapping):
         for key in ("operations", "ops", "memory", "memories", "facts", "changes"):
@@ -75,27 +97,29 @@ def parse_reply(reply: str, aliases: Mapping[int, str]) -> list[FactOp]:
 
 def _op_from(item: Any, aliases: Mapping[int, str]) -> FactOp | None:
     if not isinstance(item, Mapping):
-        raise ReplyError(f"each operation must be an object, got {item!r}")
+        raise ReplyError(f"each operation must be an object, got {_short(item)}")
     raw_kind = next((item[k] for k in _OP_KEYS if k in item), None)
     kind = _KINDS.get(str(raw_kind).strip().upper()) if raw_kind is not None else None
     if kind is None:
-        raise ReplyError(f"operation {dict(item)!r} has no op among ADD/UPDATE/DELETE/NONE")
+        raise ReplyError(f"operation {_short(item)} has no op among ADD/UPDATE/DELETE/NONE")
     text = next((item[k] for k in _TEXT_KEYS if k in item and item[k] is not None), "")
+    if not isinstance(text, (str, int, float)):
+        raise ReplyError(f"the text of an operation must be a string, got {_short(text)}")
     text = str(text).strip()
     if kind == "NONE":
         return FactOp("NONE")
     if kind == "ADD":
         if not text:
-            raise ReplyError(f"ADD without text: {dict(item)!r}")
+            raise ReplyError(f"ADD without text: {_short(item)}")
         return FactOp("ADD", text=text)
     raw_id = next((item[k] for k in _ID_KEYS if k in item), None)
     alias = _alias(raw_id)
     if alias is None or alias not in aliases:
         # The LLM invented a fact; dropping this one operation keeps the others usable.
-        log.warning("core memory: %s names unknown fact %r; ignored", kind, raw_id)
+        log.warning("core memory: %s names unknown fact %s; ignored", kind, _short(raw_id))
         return None
     if kind == "UPDATE" and not text:
-        raise ReplyError(f"UPDATE without text: {dict(item)!r}")
+        raise ReplyError(f"UPDATE without text: {_short(item)}")
     return FactOp(kind, text=text, fact_id=aliases[alias])
 
 
@@ -124,7 +148,7 @@ def _load_json_ish(reply: str) -> Any:
         for attempt in (block, _relax(block)):
             try:
                 return json.loads(attempt)
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
         try:
             # Single quotes, True/None: a Python literal; literal_eval evaluates no code.
@@ -167,6 +191,15 @@ def _relax(block: str) -> str:
 
 def _pythonise(block: str) -> str:
     return re.sub(r"\b(true|false|null)\b", lambda m: {"true": "True", "false": "False", "null": "None"}[m.group(1)], block)
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 4, 120, 120
+
+
+def _short(value: Any) -> str:
+    """A bounded repr: never recurses deeper than a few levels, whatever the LLM nested."""
+    return _REPR.repr(value)
 
 
 def _clip(text: str, n: int = 200) -> str:

@@ -38,9 +38,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from engine.stores.base import Turn
 from engine.stores.core.facts import Fact, normalise_text
-from engine.stores.core.ops import FactOp
+from engine.stores.core.ops import FactOp, Said
 
 
 @dataclass(frozen=True)
@@ -234,7 +233,7 @@ def slot_of(fact_text: str) -> str | None:
     return None
 
 
-def rule_ops(turns: Sequence[Turn], facts: Iterable[Fact]) -> list[FactOp]:
+def rule_ops(turns: Sequence[Said], facts: Iterable[Fact]) -> list[FactOp]:
     """Operations that bring `facts` up to date with what the user said in `turns`."""
     by_slot: dict[str, Fact] = {}
     for fact in facts:

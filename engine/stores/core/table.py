@@ -12,7 +12,7 @@ Snapshot layout (JSON, inside `core_state.json`; rows are in file order)::
      "updated_at": [null | iso, ...],       # null: same as learned_at (the usual case)
      "sources": [[turn ids], ...],          # each distinct source_turns list once
      "source_of": [row's index into sources, ...],
-     "history": {"<row>": [[text, until, change], ...]},   # only facts that have one
+     "history": {"<row>": [[text, until, change, by], ...]},   # only facts that have one
      "deleted_at": {"<row>": iso}}                          # only deleted facts
 
 Times are written with `isoformat(timespec="seconds")`, as in `core_mem.yml`, so a fact read back
@@ -122,7 +122,8 @@ class FactTable(MutableMapping[str, Fact]):
                 revisions, deleted = (), None
                 if history or deleted_at:  # sparse columns: most users have few such facts
                     key = str(row)
-                    revisions = tuple(Revision(text, parse(until), change) for text, until, change in history.get(key, ()))
+                    revisions = tuple(Revision(r[0], parse(r[1]), r[2], tuple(r[3]) if len(r) > 3 else ())
+                                      for r in history.get(key, ()))
                     deleted = deleted_at.get(key)
                 return Fact(
                     ids[row],
@@ -153,7 +154,7 @@ def to_snapshot(facts: Iterable[Fact]) -> dict[str, Any]:
         columns["updated_at"].append(None if updated == learned else updated)
         columns["source_of"].append(sources.setdefault(tuple(fact.source_turns), len(sources)))
         if fact.history:
-            history[str(row)] = [[r.text, _iso(r.until), r.change] for r in fact.history]
+            history[str(row)] = [[r.text, _iso(r.until), r.change, list(r.by)] for r in fact.history]
         if fact.deleted_at is not None:
             deleted[str(row)] = _iso(fact.deleted_at)
     columns["sources"] = [list(s) for s in sources]

@@ -87,15 +87,34 @@ def parse_day_bytes(data: bytes, *, path: Path, tz: tzinfo) -> tuple[list[DiaryE
             reason = _describe(exc)
             if n == len(bounds) - 1:
                 torn = a
-                problems.append(f"{path}:{line}: incomplete last entry set aside ({reason})")
+                problems.append(f"{path}:{line}: incomplete last entry (a write cut short) left out ({reason})")
             else:
                 problems.append(f"{path}:{line}: entry skipped ({reason})")
     return entries, problems, torn
 
 
+def split_items(data: bytes, *, path: Path, tz: tzinfo) -> list[tuple[bytes, DiaryEntry | None]]:
+    """The file cut at each `- ` item start: (the item's bytes, its entry or None when it does not
+    parse), so a rewrite can keep the items it does not touch byte for byte."""
+    starts = [m.start() for m in _ITEM_START.finditer(data)]
+    if not starts or starts[0] != 0:
+        starts.insert(0, 0)
+    out: list[tuple[bytes, DiaryEntry | None]] = []
+    for a, b in zip(starts, starts[1:] + [len(data)]):
+        chunk = data[a:b]
+        try:
+            item = _load_items(chunk)
+            entry = entry_from_item(item[0], tz=tz) if isinstance(item, list) and len(item) == 1 else None
+        except (yaml.YAMLError, EntryError, UnicodeDecodeError):
+            entry = None
+        out.append((chunk, entry))
+    return out
+
+
 _FAST_ENTRY = re.compile(
     r'- id: ("(?:[^"\\\n]|\\.)*")\n  time: ("(?:[^"\\\n]|\\.)*")\n  tag: ("(?:[^"\\\n]|\\.)*")\n'
     r'  user: ("(?:[^"\\\n]|\\.)*")\n  assistant: ("(?:[^"\\\n]|\\.)*")\n'
+    r'(?:  dates: (\[[^\n]*\])\n)?'
 )
 
 
@@ -110,8 +129,9 @@ def _parse_fast(text: str, tz: tzinfo) -> list[DiaryEntry] | None:
             m = match(text, pos)
             if m is None:
                 return None
-            id_, at, tag, user, reply = (json.loads(g) for g in m.groups())
-            out.append(entry_from_item({"id": id_, "time": at, "tag": tag, "user": user, "assistant": reply}, tz=tz))
+            id_, at, tag, user, reply, dates = (None if g is None else json.loads(g) for g in m.groups())
+            item = {"id": id_, "time": at, "tag": tag, "user": user, "assistant": reply, "dates": dates}
+            out.append(entry_from_item(item, tz=tz))
             pos = m.end()
     except (ValueError, EntryError):
         return None

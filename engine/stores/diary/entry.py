@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timezone, tzinfo
 from typing import Any
 
-FIELDS = ("id", "time", "tag", "user", "assistant")
+FIELDS = ("id", "time", "tag", "user", "assistant", "dates")
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,9 @@ class DiaryEntry:
     """Short label of what the user did or said ("吃火锅", "small talk")."""
     user: str
     assistant: str
+    dates: tuple[tuple[str, str], ...] = ()
+    """Relative time expressions in the texts and what they meant when said, resolved against
+    `at` at write time: (("yesterday", "2023-05-07"), ("上周三", "2023-05-03"))."""
 
     def local_day(self, tz: tzinfo) -> date:
         return self.at.astimezone(tz).date()
@@ -58,13 +61,18 @@ def quote(text: str) -> str:
 def format_entry(entry: DiaryEntry) -> str:
     """The entry as one YAML list item, ending in a newline; appended in a single write."""
     at = entry.at.isoformat(timespec="seconds")
-    return (
+    text = (
         f"- id: {quote(entry.id)}\n"
         f"  time: {quote(at)}\n"
         f"  tag: {quote(entry.tag)}\n"
         f"  user: {quote(entry.user)}\n"
         f"  assistant: {quote(entry.assistant)}\n"
     )
+    if entry.dates:
+        # A flow sequence of double-quoted pairs: valid YAML and valid JSON on one line.
+        pairs = ", ".join(f"[{quote(a)}, {quote(b)}]" for a, b in entry.dates)
+        text += f"  dates: [{pairs}]\n"
+    return text
 
 
 class EntryError(ValueError):
@@ -90,7 +98,16 @@ def entry_from_item(item: Any, *, tz: tzinfo) -> DiaryEntry:
         tag="" if tag is None else str(tag),
         user=str(item["user"]),
         assistant=str(item["assistant"]),
+        dates=_parse_dates(item.get("dates")),
     )
+
+
+def _parse_dates(value: Any) -> tuple[tuple[str, str], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(p, list) and len(p) == 2 for p in value):
+        raise EntryError(f"'dates' must be a list of [expression, date] pairs (got {value!r:.60})")
+    return tuple((str(a), str(b)) for a, b in value)
 
 
 def _parse_time(value: Any, tz: tzinfo) -> datetime:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-import os
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.fileio import atomic_write_bytes
+from engine.search.grow import Grow
 from engine.stores.diary.entry import DiaryEntry
 
 log = logging.getLogger(__name__)
@@ -54,8 +54,9 @@ class DiaryIndex:
         self._ids_loader = None
         self.tags: list[str] = []
         self.tag_no: dict[str, int] = {}
-        self.tagvec = np.zeros((0, dim), dtype=np.float32)
-        self.tag_ok = np.zeros(0, dtype=bool)
+        # Grown by doubling: 20,000 distinct tags added one by one cost linear time, not quadratic.
+        self._tagvec = Grow(np.float32, (dim,))
+        self._tag_ok = Grow(np.bool_)
         self._pending: list[tuple[int, int, int, int, str]] = []
         self._id_set: set[str] | None = None
         self.dirty = False
@@ -71,9 +72,17 @@ class DiaryIndex:
             n = len(self.tags)
             self.tags.append(tag)
             self.tag_no[tag] = n
-            self.tagvec = np.vstack([self.tagvec, np.zeros((1, self.dim), dtype=np.float32)])
-            self.tag_ok = np.append(self.tag_ok, False)
+            self._tagvec.extend(np.zeros((1, self.dim), dtype=np.float32))
+            self._tag_ok.append(False)
         return n
+
+    @property
+    def tagvec(self) -> np.ndarray:
+        return self._tagvec.view
+
+    @property
+    def tag_ok(self) -> np.ndarray:
+        return self._tag_ok.view
 
     def _file_id(self, name: str) -> int:
         n = self.file_no.get(name)
@@ -231,11 +240,14 @@ class DiaryIndex:
             index.tag_no = {t: i for i, t in enumerate(index.tags)}
             n = len(index.tags)
             if manifest.get("model") == model_id and manifest.get("dim") == dim:
-                index.tagvec, index.tag_ok = npz["tagvec"], npz["tag_ok"]
+                tagvec, tag_ok = npz["tagvec"], npz["tag_ok"]
             else:
-                index.tagvec, index.tag_ok = np.zeros((n, dim), dtype=np.float32), np.zeros(n, dtype=bool)
+                tagvec, tag_ok = np.zeros((n, dim), dtype=np.float32), np.zeros(n, dtype=bool)
+            if tagvec.shape != (n, dim) or tag_ok.shape != (n,):
+                raise ValueError("tag arrays disagree")
+            index._tagvec, index._tag_ok = Grow(np.float32, (dim,), data=tagvec), Grow(np.bool_, data=tag_ok)
             sizes = {index.ts.shape[0], index.file.shape[0], index.item.shape[0], index.tag.shape[0]}
-            if len(sizes) != 1 or index.tagvec.shape != (n, dim) or index.tag_ok.shape != (n,):
+            if len(sizes) != 1:
                 raise ValueError("array shapes disagree")
             if index.tag.size and int(index.tag.max()) >= n:
                 raise ValueError("tag numbers out of range")
@@ -243,9 +255,6 @@ class DiaryIndex:
                 raise ValueError("file numbers out of range")
             return index
         except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
+            # Not deleted here (readers never write); the rebuilt index replaces it when saved.
             log.warning("diary cache %s is unreadable (%s); rebuilding it", path, exc)
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
             return None

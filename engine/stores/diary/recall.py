@@ -1,11 +1,16 @@
-"""Deciding whether a message asks about past turns, so ordinary chat does not drag in the diary.
+"""Deciding whether a message asks about a past time range, so ordinary chat does not drag in
+the whole range.
 
 A time expression alone is a weak signal: "今天天气真好", "明天去上班" and "现在几点" all contain one
 (a plain time parser fires on ~30% of real chat lines). A range is used only when
 
 1. after clipping to `now` it still covers some past (future ranges ask nothing about the past), and
 2. the message asks to recall: a memory verb ("还记得", "聊了什么", "remember", "did I tell you"),
-   or a question about what the user or "we" did ("上周三我吃了什么", "where did we go").
+   or a question about what the user or "we" did ("上周三我吃了什么", "where did we go"); or
+3. it is a question at all and the range lies before today ("5月4号的天气怎么样？",
+   "What was our conversation yesterday about?"): the cue is a signal, not a gate. A statement
+   ("昨天加班到很晚", "I went hiking last weekend") is not a question and does not pull the range;
+   a question about today ("今天几号") needs a cue, since today's turns are mostly in the window.
 
 With `require_cue=False` every past range is used (MoeChat's behaviour). The false-trigger and
 recall rates of this rule are measured in tests/test_diary_recall.py over tests/data/diary_*.txt.
@@ -48,6 +53,18 @@ _EN_PAST_QUESTION = re.compile(
 )
 
 
+# A question: a question mark, or an interrogative word. Only asked together with a past range.
+_ZH_QUESTION = re.compile(r"[?？]|吗|什么|啥|哪|谁|(?<![前这那好十])几[点号月天个次]|怎么|怎样|为什么|为啥|多少|是否|有没有|是不是|如何|呢\s*$")
+_EN_QUESTION = re.compile(
+    r"\?|^\s*(what|when|where|who|whom|whose|which|why|how|did|do|does|was|were|is|are|can|could|have|had)\b",
+    re.IGNORECASE,
+)
+
+
+def is_question(message: str) -> bool:
+    return bool(_ZH_QUESTION.search(message) or _EN_QUESTION.search(message))
+
+
 @dataclass(frozen=True)
 class RecallDecision:
     """Whether (and why) a message's time ranges are a question about past turns."""
@@ -74,11 +91,16 @@ def clip_to_past(start: datetime, end: datetime, now: datetime) -> tuple[datetim
     return start, stop
 
 
-def decide(message: str, *, has_past_range: bool, require_cue: bool = True) -> RecallDecision:
-    """Whether to answer from the diary. `has_past_range`: some range survives `clip_to_past`."""
+def decide(
+    message: str, *, has_past_range: bool, require_cue: bool = True, before_today: bool = False
+) -> RecallDecision:
+    """Whether to answer from the range. `has_past_range`: some range survives `clip_to_past`;
+    `before_today`: one of them ends before today began (a question alone is then enough)."""
     if not has_past_range:
         return RecallDecision(False, "")
     cue = recall_cue(message)
     if cue or not require_cue:
         return RecallDecision(True, cue)
+    if before_today and is_question(message):
+        return RecallDecision(True, "a question about a past day")
     return RecallDecision(False, "")

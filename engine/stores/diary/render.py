@@ -13,7 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 
+from engine.search.base import SearchHit
 from engine.stores.base import Hit
+from engine.stores.diary.dates import annotate
 from engine.stores.diary.entry import DiaryEntry
 from engine.tokens import count_tokens, truncate_tokens
 
@@ -45,16 +47,76 @@ def _offset(at: datetime) -> str:
     return f"{z[:3]}:{z[3:]}" if len(z) == 5 else z
 
 
+def shorten(text: str, max_tokens: int) -> str:
+    """One line of at most `max_tokens` (with "…" when cut); whitespace runs become one space."""
+    flat = " ".join(text.split())
+    short = truncate_tokens(flat, max_tokens)
+    return short if short == flat else short + "…"
+
+
 def turn_text(entry: DiaryEntry, tz: tzinfo, *, max_tokens: int) -> str:
     half = max(20, max_tokens // 2)
-    user = truncate_tokens(" ".join(entry.user.split()), half)
-    if user != " ".join(entry.user.split()):
-        user += "…"
-    reply = " ".join(entry.assistant.split())
-    short = truncate_tokens(reply, half)
-    if short != reply:
-        short += "…"
-    return f"[{entry.at.astimezone(tz):%Y-%m-%d %H:%M}] {{{{user}}}}: {user} / {{{{char}}}}: {short}"
+    user = annotate(shorten(entry.user, half), entry.dates)
+    reply = annotate(shorten(entry.assistant, half), entry.dates)
+    return f"[{entry.at.astimezone(tz):%Y-%m-%d %H:%M}] {{{{user}}}}: {user} / {{{{char}}}}: {reply}"
+
+
+DAY_HEADER_TOKENS = 8
+
+
+def search_hits(
+    found: Sequence[SearchHit],
+    *,
+    tz: tzinfo,
+    budget: int,
+    max_line_tokens: int,
+    skip_texts: set[str],
+    reason: str,
+    names: tuple[str, str] = ("", ""),
+) -> list[Hit]:
+    """Search results as one hit per local day ("[2023-05-08]" then one line per half, in
+    conversation order), the best lines first until `budget` is spent. A half is shown whole
+    unless it is longer than `max_line_tokens`; halves already in the window are skipped.
+    `names` (user, character) are what {{user}} / {{char}} become: lines are counted as sent."""
+    chosen: list[tuple[SearchHit, str, int]] = []
+    days: set[str] = set()
+    room = budget
+    for h in found:
+        if " ".join(h.text.split()) in skip_texts:
+            continue
+        who = "{{user}}" if h.side == "user" else "{{char}}"
+        body = annotate(shorten(h.text, max_line_tokens), h.dates)
+        line = f"{who}: {body}"
+        shown_name = names[0] if h.side == "user" else names[1]
+        day = datetime.fromtimestamp(h.ts, tz).strftime("%Y-%m-%d")
+        cost = count_tokens(f"{shown_name or who}: {body}") + 1 + (0 if day in days else DAY_HEADER_TOKENS)
+        if cost > room:
+            continue
+        room -= cost
+        days.add(day)
+        chosen.append((h, line, cost))
+    if not chosen:
+        return []
+    best = max(h.score for h, _, _ in chosen) or 1.0
+    by_day: dict[str, list[tuple[SearchHit, str, int]]] = {}
+    for item in sorted(chosen, key=lambda it: (it[0].ts, it[0].side != "user")):
+        by_day.setdefault(datetime.fromtimestamp(item[0].ts, tz).strftime("%Y-%m-%d"), []).append(item)
+    out = []
+    for day, items in by_day.items():
+        text = f"[{day}]\n" + "\n".join(line for _, line, _ in items)
+        top = max(h.score for h, _, _ in items)
+        whys = sorted({h.why for h, _, _ in items})
+        out.append(
+            Hit(
+                store=STORE,
+                text=text,
+                score=round(top / best, 4),
+                reason=f"{reason}: {len(items)} line(s) of {day} by {', '.join(whys)}",
+                tokens=count_tokens(text.replace("{{user}}", names[0] or "{{user}}").replace("{{char}}", names[1] or "{{char}}")),
+                meta={"kind": "search", "day": day, "ids": [h.turn_id for h, _, _ in items]},
+            )
+        )
+    return out
 
 
 def raw_hits(

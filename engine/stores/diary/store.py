@@ -1,23 +1,25 @@
-"""The diary store: every past turn, answered by time expressions ("昨天", "last Tuesday").
+"""The diary store: every past turn, answered by time expressions ("昨天", "last Tuesday") and by
+hybrid search (words + meaning) over every turn.
 
-Reading: the message's time expressions -> ranges clipped to `now` -> a recall decision (see
-`recall.py`) -> a binary search over the sorted timestamp index -> optional semantic filter on
-tag vectors -> raw turns or per-day digests within the token budget (see `render.py`).
-With no time expression, an optional semantic fallback returns the top-k entries by tag.
+Reading (`answer.py`): a named past range the message asks about -> a binary search over the
+sorted timestamp index -> raw turns or per-day digests within the token budget; then the search's
+best lines for the budget left (`engine.search`).
 
-Writing (`record`, on the background worker): the memory LLM tags the turn (offline fallback on
-any failure), the entry is appended durably, its tag embedded; when a local day closes, the
-memory LLM writes that day's digest.
+Writing (`record`, on the background worker, idempotent by turn id): the memory LLM tags the
+turn (offline fallback on any failure), its relative dates are resolved against its own time,
+the entry is appended durably and indexed for search; when a local day closes, the memory LLM
+writes that day's digest.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import shutil
 import threading
 import zoneinfo
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 import numpy as np
 
@@ -28,18 +30,18 @@ from engine.errors import LLMError
 from engine.fileio import append_text_durably
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
+from engine.search.base import SearchRequest
 from engine.stores.base import Hit, Message, Query, Turn
+from engine.stores.diary.admin import DiarySearchResult, find_entry, rewrite_entry
+from engine.stores.diary.answer import RAW_CANDIDATES, Names, answer, broken_days
+from engine.stores.diary.dates import resolve_dates
 from engine.stores.diary.dayfile import day_file_name, prepare_for_append
 from engine.stores.diary.entry import DiaryEntry, format_entry
-from engine.stores.diary.recall import clip_to_past, decide
-from engine.stores.diary.render import STORE, Candidate, digest_hits, fmt_range, raw_hits
-from engine.stores.diary.userdiary import UserDiary
-from engine.stores.diary.writing import fallback_digest, small_talk, write_digest, write_tag
+from engine.stores.diary.render import STORE, Candidate, digest_hits, raw_hits
+from engine.stores.diary.userdiary import UserDiary, doc_of
+from engine.stores.diary.writing import fallback_digest, write_digest, write_tag
 
 log = logging.getLogger(__name__)
-
-RAW_CANDIDATES = 400
-"""At most this many raw turns of one range are read from disk to choose from."""
 
 
 class DiaryStore:
@@ -66,7 +68,7 @@ class DiaryStore:
         self.budget_tokens = budget_tokens
         self.progress = progress
         self.filter_threshold = thresholds_for(embedder, "diary_filter", config.filter_threshold)
-        self.fallback_threshold = thresholds_for(embedder, "diary_fallback", config.fallback_threshold)
+        self._names: Names | None = None
         self._users: dict[str, UserDiary] = {}
         self._users_lock = threading.Lock()
 
@@ -84,84 +86,67 @@ class DiaryStore:
     # -- the Store protocol ---------------------------------------------------------------------
 
     def query_texts(self, message: str, recent: Sequence[Message]) -> list[str]:
+        # The message alone, when the query text also carries the window's last turn: the search
+        # ranks a standalone question better by its own vector (measured on LoCoMo: +3 points).
+        if self.config.enabled and self.config.search and recent and message.strip():
+            return [message]
         return []
 
     def retrieve(self, query: Query) -> list[Hit]:
         if not self.config.enabled:
             return []
-        from engine.timeparse import parse_time_ranges
+        return answer(self, self.user(query.user_id), query, self.names())
 
-        now = query.now.astimezone(self.tz)
-        expressions = parse_time_ranges(query.message, now=now)
-        diary = self.user(query.user_id)
-        if not expressions:
-            return self._fallback(diary, query) if self.config.semantic_fallback else []
-        ranges = []
-        for expr in expressions:
-            clipped = clip_to_past(expr.start, expr.end, now)
-            if clipped is not None:
-                ranges.append((expr, clipped))
-        decision = decide(query.message, has_past_range=bool(ranges), require_cue=self.config.require_recall_cue)
-        if not decision.use:
-            return []
-        with diary.lock:
-            diary.refresh()
-            cands: dict[int, Candidate] = {}
-            parts = []
-            for expr, (start, stop) in ranges:
-                diary.sync_days(start, stop)
-            for expr, (start, stop) in ranges:
-                clipped = stop < expr.end
-                # Half-open [start, end); a range clipped at now keeps the turns of now's second.
-                last = math.floor(stop.timestamp()) if clipped else math.ceil(expr.end.timestamp()) - 1
-                lo, hi = diary.index.span(math.ceil(start.timestamp()), last)
-                rows = np.arange(lo, hi)
-                scores = self._scores(diary, rows, query.vector)
-                n_range = len(rows)
-                if self.config.semantic_filter:
-                    keep = scores >= self.filter_threshold
-                    rows, scores = rows[keep], scores[keep]
-                desc = fmt_range(expr.start, expr.end, self.tz)
-                reason = f'expression "{expr.text}" → {desc}, {len(rows)} turns'
-                if clipped:
-                    reason += f" (up to now, {now:%Y-%m-%d %H:%M})"
-                if self.config.semantic_filter:
-                    reason += f", {n_range - len(rows)} dropped by the tag filter < {self.filter_threshold:.2f}"
-                if decision.cue:
-                    reason += f', recall cue "{decision.cue}"'
-                parts.append((expr, desc, len(rows)))
-                for r, s in zip(rows.tolist(), scores.tolist()):
-                    if r not in cands:
-                        cands[r] = self._candidate(diary, r, s, reason)
-            ordered = sorted(cands.values(), key=lambda c: (c.ts, c.row))
-            return self._answer(diary, ordered, parts)
+    def names(self) -> Names:
+        if self._names is None:
+            from engine.character import load_character
 
-    def _scores(self, diary: UserDiary, rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
-        if rows.size == 0 or vector is None:
-            return np.zeros(rows.size, dtype=np.float32)
-        tags = diary.index.tag[rows]
-        sims = diary.index.tagvec[tags] @ np.asarray(vector, dtype=np.float32).reshape(-1)
-        # A tag without a vector yet (embedding failed) must not be filtered out for it.
-        return np.where(diary.index.tag_ok[tags], sims, np.float32(1.0)).astype(np.float32)
+            try:
+                character = load_character(self.paths)
+                self._names = Names(character.user_name, character.name)
+            except Exception as exc:  # noqa: BLE001 - names only steer ranking; never fail a prompt
+                log.warning("diary: character names unavailable (%s); search without them", exc)
+                self._names = Names("", "")
+        return self._names
 
-    def _candidate(self, diary: UserDiary, row: int, score: float, reason: str) -> Candidate:
-        ts = int(diary.index.ts[row])
-        # Day files are per local day, so the file name is the entry's local day (no tz maths).
-        day = diary.index.file_names[int(diary.index.file[row])][:10]
-        return Candidate(row, ts, day, diary.index.tags[int(diary.index.tag[row])], float(score), reason)
+    def range_ranges(self, parts: list) -> str:
+        if self.prompts.language == "zh":
+            return "；".join(f"“{e.text}” {d}" for e, d, *_ in parts)
+        return "; ".join(f'"{e.text}" {d}' for e, d, *_ in parts)
 
-    def _answer(self, diary: UserDiary, cands: list[Candidate], parts: list) -> list[Hit]:
+    def omitted_note(self, ranges: list, total: int, omitted: int) -> Hit:
+        """The pinned 'N of the range's turns are not shown' note."""
+        text = "; ".join(f'"{e.text}"' for e, _ in ranges)
+        how = "，以上是最相关的部分" if self.prompts.language == "zh" else "; the most relevant ones are shown"
+        note = self.prompts.render("diary_omitted", range=text, total=total, omitted=omitted, how=how)
+        return Hit(STORE, note, 1.0, f"{omitted} of {total} turns of the range not shown", pinned=True,
+                   meta={"kind": "omitted", "omitted": omitted, "total": total})
+
+    def range_hits(self, diary: UserDiary, cands: list[Candidate], parts: list, *, budget: int | None = None) -> list[Hit]:
+        """A used range: all its turns, its best turns, or per-day digests, plus the notes."""
         language = self.prompts.language
-        ranges = "；".join(f"“{e.text}” {d}" for e, d, _ in parts) if language == "zh" else "; ".join(
-            f'"{e.text}" {d}' for e, d, _ in parts
+        ranges = "；".join(f"“{e.text}” {d}" for e, d, *_ in parts) if language == "zh" else "; ".join(
+            f'"{e.text}" {d}' for e, d, *_ in parts
         )
+        broken = [p for _, _, _, start, stop in parts for p in broken_days(diary, start, stop, self.tz)]
+        if broken:
+            note = ("（以下日记文件无法完整读取，那几天的记录可能不全：" if language == "zh" else
+                    "(these diary files could not be read completely; records of those days may be missing: ")
+            pinned = Hit(STORE, note + "; ".join(broken[:3]) + ("）" if language == "zh" else ")"), 1.0,
+                         "broken day file in the range", pinned=True, meta={"kind": "broken"})
         if not cands:
+            if broken:
+                return [pinned]
             text = (
                 f"（{ranges} 没有任何对话记录）" if language == "zh" else f"(no conversation records for {ranges})"
             )
             return [Hit(STORE, text, 1.0, f"{ranges}: 0 turns", pinned=True, meta={"kind": "empty"})]
+        hits = self._range_lines(diary, cands, ranges, self.budget_tokens if budget is None else budget)
+        return ([pinned] if broken else []) + hits
+
+    def _range_lines(self, diary: UserDiary, cands: list[Candidate], ranges: str, budget: int) -> list[Hit]:
+        language = self.prompts.language
         days = {c.day for c in cands}
-        budget = self.budget_tokens
         if len(cands) <= self.config.digest_over_turns or len(days) == 1:
             hits, left = raw_hits(
                 cands,
@@ -202,55 +187,79 @@ class DiaryStore:
                 return text, "llm digest"
         return fallback_digest([c.tag for c in group], language=self.prompts.language), "digest from tags"
 
-    def _fallback(self, diary: UserDiary, query: Query) -> list[Hit]:
-        """Top-k entries whose tag is close to the query, over the whole diary."""
-        with diary.lock:
-            diary.refresh()
-            index = diary.index
-            index.flush()
-            if len(index) == 0 or query.vector is None or not index.tags:
-                return []
-            sims = index.tagvec @ np.asarray(query.vector, dtype=np.float32).reshape(-1)
-            chit = small_talk(self.prompts.language)
-            usable = index.tag_ok & (sims >= self.fallback_threshold)
-            for i, t in enumerate(index.tags):
-                if usable[i] and (not t.strip() or t in (chit, "日常闲聊", "small talk")):
-                    usable[i] = False
-            good = np.flatnonzero(usable)
-            if good.size == 0:
-                return []
-            rows = np.flatnonzero(np.isin(index.tag, good))
-            row_sims = sims[index.tag[rows]]
-            best = rows[np.argsort(-row_sims, kind="stable")[: self.config.fallback_top_k]]
-            best.sort()
-            entries = diary.entries_for(best)
-            from engine.stores.diary.render import turn_text
-
-            hits = []
-            for r, e in zip(best.tolist(), entries):
-                s = float(sims[index.tag[r]])
-                hits.append(
-                    Hit(
-                        STORE,
-                        turn_text(e, self.tz, max_tokens=self.config.max_turn_tokens),
-                        s,
-                        f'no time expression; tag "{e.tag}" similarity {s:.3f} ≥ {self.fallback_threshold:.2f}',
-                        meta={"kind": "similar", "id": e.id, "time": e.at.isoformat(), "tag": e.tag},
-                    )
-                )
-            return hits
-
     def record(self, turn: Turn) -> None:
-        """Tag the turn (LLM, else the offline fallback), append it durably, and digest closed days."""
+        """Tag the turn (LLM, else the offline fallback), resolve its relative dates, append it
+        durably, index it for search, and digest closed days. Idempotent by turn id: a replayed
+        turn adds nothing (and costs no LLM call)."""
         if not self.config.enabled:
             return
-        tag, _source = write_tag(turn.user, turn.assistant, llm=self.llm, prompts=self.prompts)
-        entry = DiaryEntry(turn.id, turn.at.astimezone(self.tz).replace(microsecond=0), tag, turn.user, turn.assistant)
         diary = self.user(turn.user_id)
-        diary.append(entry, dedupe=False)
         with diary.lock:
-            diary.embed_missing()
+            if diary.index.has_id(turn.id):
+                self._index_turns(diary, [turn.id])  # a crash may have come between the two
+                return
+        at = turn.at.astimezone(self.tz).replace(microsecond=0)
+        tag, _source = write_tag(turn.user, turn.assistant, llm=self.llm, prompts=self.prompts)
+        dates = resolve_dates([turn.user, turn.assistant], at, self.tz)
+        entry = DiaryEntry(turn.id, at, tag, turn.user, turn.assistant, dates)
+        # Embed outside the lock (the slow part); apply under it.
+        vectors = diary.search.embed([doc_of(entry)])
+        if diary.append(entry, dedupe=True):
+            with diary.lock:
+                diary.search.add([doc_of(entry)], vectors=vectors)
+                diary.embed_missing()
         self._digest_closed_days(diary, entry.local_day(self.tz).isoformat())
+
+    def _index_turns(self, diary: UserDiary, ids: list[str]) -> None:
+        have = diary.search.digests()
+        if any(i not in have for i in ids):
+            diary.reconcile_search(progress=False)
+
+    # -- search / admin API (inspector, HTTP service, CLI) ------------------------------------------
+
+    def search(
+        self, user_id: str, text: str, *, start: datetime | None = None, end: datetime | None = None, k: int = 20
+    ) -> list[DiarySearchResult]:
+        """The turns that best match `text` (words and meaning), optionally within [start, end)."""
+        diary = self.user(user_id)
+        vector = self.embedder.embed([text], role="query")[0] if text.strip() else None
+        span = (math.ceil(start.timestamp()), math.ceil(end.timestamp())) if start and end else (None, None)
+        request = SearchRequest(
+            text=text, vector=vector, k=4 * k, start=span[0], end=span[1], only_range=start is not None and end is not None
+        )
+        with diary.lock:
+            diary.refresh()
+            found = diary.search.search(request)
+        out: dict[str, DiarySearchResult] = {}
+        for h in found:
+            if h.turn_id in out:
+                continue
+            out[h.turn_id] = DiarySearchResult(
+                turn_id=h.turn_id, at=datetime.fromtimestamp(h.ts, self.tz), side=h.side, text=h.text,
+                score=h.score, why=h.why,
+            )
+            if len(out) >= k:
+                break
+        return list(out.values())
+
+    def forget(self, user_id: str, turn_id: str) -> int:
+        """Delete that turn's entry (day file rewritten under the write lock; index updated)."""
+        return rewrite_entry(self, self.user(user_id), turn_id, None)
+
+    def edit(
+        self, user_id: str, turn_id: str, *, user: str | None = None, assistant: str | None = None, tag: str | None = None
+    ) -> DiaryEntry:
+        """Correct a turn's texts or tag (dates re-resolved); returns the new entry."""
+        diary = self.user(user_id)
+        old = find_entry(diary, turn_id)
+        if old is None:
+            raise KeyError(f"no diary entry with id {turn_id!r} for user {user_id!r}")
+        new_user = old.user if user is None else user
+        new_reply = old.assistant if assistant is None else assistant
+        dates = resolve_dates([new_user, new_reply], old.at, self.tz)
+        entry = DiaryEntry(old.id, old.at, old.tag if tag is None else tag, new_user, new_reply, dates)
+        rewrite_entry(self, diary, turn_id, entry)
+        return entry
 
     def _digest_closed_days(self, diary: UserDiary, today: str) -> None:
         """When the local day changes, ask the memory LLM for digests of the recent closed days."""
@@ -281,8 +290,7 @@ class DiaryStore:
         """Every entry with start <= time < end, chronological."""
         diary = self.user(user_id)
         with diary.lock:
-            diary.refresh()
-            diary.sync_days(start, end)
+            diary.refresh(force=True)
             lo, hi = diary.index.span(math.ceil(start.timestamp()), math.ceil(end.timestamp()) - 1)
             return diary.entries_for(np.arange(lo, hi))
 
@@ -293,6 +301,7 @@ class DiaryStore:
         added = diary.append(entry, dedupe=True)
         if added:
             with diary.lock:
+                diary.search.add([doc_of(entry)])
                 diary.embed_missing()
         return added
 
@@ -314,12 +323,14 @@ class DiaryStore:
                 from tqdm import tqdm
 
                 days = tqdm(days, desc="diary days", unit="day")
-            for name, group in days:
-                path = diary.dir / name
-                # A torn tail is set aside and the file ends on a newline before we add to it.
-                prepare_for_append(path, tz=self.tz)
-                append_text_durably(path, "".join(format_entry(e) for e in group))
+            with diary.write_lock:
+                for name, group in days:
+                    path = diary.dir / name
+                    # A torn tail is set aside and the file ends on a newline before we add to it.
+                    prepare_for_append(path, tz=self.tz)
+                    append_text_durably(path, "".join(format_entry(e) for e in group))
             diary.refresh(force=True)
+            diary.reconcile_search(progress=progress)
         return len(fresh)
 
     def has_entry(self, user_id: str, entry_id: str) -> bool:
@@ -333,14 +344,47 @@ class DiaryStore:
             old = self._users.pop(user_id, None)
         if old is not None:
             old.close()
-        self.paths.user(user_id).cache.joinpath("diary", "index.npz").unlink(missing_ok=True)
-        diary = self.user(user_id)
+        cache = self.paths.user(user_id).cache / "diary"
+        cache.joinpath("index.npz").unlink(missing_ok=True)
+        shutil.rmtree(cache / "search", ignore_errors=True)
+        diary = self.user(user_id)  # rebuilds both, with progress bars when `progress` is on
         with diary.lock:
             return len(diary.index)
 
+    def day_counts(self, user_id: str) -> list[tuple[date, int]]:
+        """Every local day with turns, and how many, oldest first (the inspector's calendar)."""
+        diary = self.user(user_id)
+        with diary.lock:
+            diary.refresh()
+            return sorted((date.fromisoformat(name[:10]), info.count)
+                          for name, info in diary.index.files.items() if info.count)
+
+    def last_turn_time(self, user_id: str) -> datetime | None:
+        diary = self.user(user_id)
+        with diary.lock:
+            diary.refresh()
+            diary.index.flush()
+            if diary.index.ts.shape[0] == 0:
+                return None
+            return datetime.fromtimestamp(int(diary.index.ts[-1]), self.tz)
+
+    def get(self, user_id: str, turn_id: str) -> DiaryEntry | None:
+        """The entry of one turn, or None."""
+        return find_entry(self.user(user_id), turn_id)
+
+    def build_search_index(self, user_id: str, *, progress: bool = True) -> int:
+        """Index the user's turns that lack search vectors (after an import, or an old cache);
+        returns how many were indexed. `kioku reindex` and the MoeChat import call this."""
+        diary = self.user(user_id)
+        with diary.lock:
+            diary.refresh(force=True)
+            return diary.reconcile_search(progress=progress)
+
     def problems(self) -> list[str]:
-        """A broken file already fails retrieval with its file and line; nothing else degrades quietly."""
-        return []
+        """Day files with unreadable items (file:line), per open user."""
+        with self._users_lock:
+            users = list(self._users.items())
+        return [f"{user_id}: {p}" for user_id, diary in users for p in diary.problems]
 
     def close(self) -> None:
         with self._users_lock:

@@ -1,9 +1,15 @@
-"""One user's diary: the day files on disk, their index in memory, and the lock that guards both.
+"""One user's diary: the day files on disk, their index in memory, and the locks that guard both.
 
 `record` (background worker) and `retrieve` (request thread) share one `UserDiary`; every method
 takes `self.lock`. Opening loads the saved index and only stats the day files (size + mtime_ns);
 files that changed since the index was saved are re-hashed and, if their content changed,
-re-parsed. The same check runs again at most once per `REFRESH_S`, so hand edits are picked up.
+re-parsed. The same check runs again at most once per `REFRESH_S` (one stat pass per interval,
+not per prompt), so hand edits are picked up.
+
+Readers never write: a torn tail seen while reading is skipped and reported; it is set aside by
+the next append, under `write_lock`, a file lock (`users/<id>/.lock-diary`) that every process
+appending to this user's day files takes. The turn search index (`engine.search`) follows the
+day files: changed files re-index their turns, and on open the index is reconciled with them.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import shutil
 import threading
 import time
 from collections import OrderedDict
@@ -20,10 +27,14 @@ from datetime import datetime, timedelta, tzinfo
 import numpy as np
 import yaml
 
+from filelock import FileLock, Timeout
+
 from engine.adapters.embedder import Embedder
 from engine.errors import DataFileError, EmbedderError
 from engine.fileio import append_text_durably, atomic_write_yaml
 from engine.paths import UserPaths
+from engine.search.base import TurnDoc
+from engine.search.files import FileTurnIndex
 from engine.stores.diary.dayfile import DAY_FILE, DayLoad, append_entry, day_file_name, load_day
 from engine.stores.diary.entry import DiaryEntry
 from engine.stores.diary.index import DiaryIndex, FileInfo
@@ -34,20 +45,24 @@ REFRESH_S = 1.0
 """How often (at most) a read re-stats every day file to pick up hand edits."""
 _DAY_CACHE = 64
 _SAVE_EVERY = 200
+_FOLLOW_MAX = 200
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class UserDiary:
     def __init__(self, paths: UserPaths, *, tz: tzinfo, embedder: Embedder, progress: bool = False) -> None:
         self.lock = threading.RLock()
+        self.write_lock = FileLock(str(paths.root / ".lock-diary"))
+        """Held (across processes) while appending to or repairing a day file."""
         self.dir = paths.diary_dir
         self.digest_dir = self.dir / "digests"
         self.cache_file = paths.cache / "diary" / "index.npz"
         self.tz = tz
         self.embedder = embedder
         self.progress = progress
-        self.problems: list[str] = []
-        """Skipped or set-aside items seen so far, each naming its file and line."""
+        self._problems: dict[str, list[str]] = {}
+        """Per day file: its skipped or unreadable items, each naming the file and line (cleared
+        when the file is read again without them)."""
         self.last_day: str | None = None
         """Local day of the last turn recorded through this process (to notice a day closing)."""
         self._days: OrderedDict[str, tuple[int, int, DayLoad]] = OrderedDict()
@@ -57,7 +72,36 @@ class UserDiary:
         with self.lock:
             loaded = DiaryIndex.load(self.cache_file, model_id=embedder.model_id, dim=embedder.dim)
             self.index = loaded or DiaryIndex(model_id=embedder.model_id, dim=embedder.dim)
+            self.search = FileTurnIndex(self._search_folder(paths), embedder)
+            self._opening = True  # the first pass leaves the search index to reconcile_search
+            self._in_sync = False
             self.refresh(force=True)
+            self._opening = False
+            if self.search.sync_token and self.search.sync_token == self._fingerprint():
+                self._in_sync = True  # saved in step with these very day files: nothing to compare
+            else:
+                self.reconcile_search()
+
+    def _search_folder(self, paths: UserPaths):
+        """The search index folder this process may write. One process owns the shared one (a
+        file lock held while the diary is open); another process (a second `kioku serve`
+        worker) keeps its own copy, so no two writers ever append to the same index files."""
+        self._search_owner = FileLock(str(paths.root / ".lock-diary-search"))
+        try:
+            self._search_owner.acquire(timeout=0)
+            self._private_search = None
+            return paths.cache / "diary" / "search"
+        except Timeout:
+            self._private_search = paths.cache / "diary" / f"search-{os.getpid()}"
+            log.info("diary: another process owns %s's search index; this one keeps its own", paths.root.name)
+            return self._private_search
+
+    @property
+    def problems(self) -> list[str]:
+        return [p for name in sorted(self._problems) for p in self._problems[name]]
+
+    def day_problems(self, name: str) -> list[str]:
+        return list(self._problems.get(name, ()))
 
     # -- keeping the index true to the files -----------------------------------------------------
 
@@ -83,10 +127,69 @@ class UserDiary:
             for name in self._progress(sorted(stale)):
                 self._reindex(name, batch=batch)
                 changed = True
+            old_ids = self._ids_of_files([info.name for info, _ in batch])
             self.index.replace_files(batch)
+            fresh = [e for _, entries in batch for e in entries]
+            if len(fresh) > _FOLLOW_MAX and not self._opening:
+                self.reconcile_search()  # many new turns (an import, a restored folder): with a progress bar
+            else:
+                self._follow_search(old_ids, fresh)
             changed = self.embed_missing() or changed
             if changed:
                 self.save()
+
+    def _ids_of_files(self, names: list[str]) -> set[str]:
+        fnos = [self.index.file_no[n] for n in names if n in self.index.file_no]
+        if not fnos:
+            return set()
+        self.index.flush()
+        rows = np.flatnonzero(np.isin(self.index.file, fnos))
+        return {i.decode("utf-8") for i in self.index.ids()[rows].tolist()}
+
+    def _follow_search(self, old_ids: set[str], entries: list[DiaryEntry]) -> None:
+        """Bring the search index in line with re-read day files: gone turns removed, new or
+        edited ones indexed (embedding happens here: a hand edit is rare)."""
+        gone = old_ids - {e.id for e in entries}
+        if gone:
+            self.search.remove(gone)
+        if entries and not self._opening:
+            try:
+                self.search.add([doc_of(e) for e in entries])
+            except EmbedderError as exc:  # the next open reconciles; reading goes on
+                log.warning("diary: re-indexing edited turns failed (%s)", exc)
+                self._in_sync = False
+
+    def reconcile_search(self, *, progress: bool | None = None) -> int:
+        """Index the turns the search index lacks and drop the ones the diary no longer has
+        (after a crash, a deleted cache, an import). Returns how many turns were indexed."""
+        with self.lock:
+            self.index.flush()
+            have = self.search.digests()
+            ids = [i.decode("utf-8") for i in self.index.ids().tolist()]
+            want = set(ids)
+            extra = set(have) - want
+            if extra:
+                self.search.remove(extra)
+            missing = np.array([i for i, tid in enumerate(ids) if tid not in have], dtype=np.int64)
+            if missing.size == 0:
+                self._in_sync = True
+                return 0
+            rows = np.sort(missing)
+            show = self.progress if progress is None else progress
+            bar = None
+            if show and rows.size > 50:
+                from tqdm import tqdm
+
+                bar = tqdm(total=int(rows.size), desc=f"turn vectors {self.dir.parent.name}", unit="turn")
+            done = 0
+            for a in range(0, rows.size, 2000):
+                entries = self.entries_for(rows[a : a + 2000])
+                done += self.search.add([doc_of(e) for e in entries], progress=bar.update if bar else None)
+            if bar is not None:
+                bar.close()
+            self._in_sync = True
+            self.search.save(force=True)
+            return done
 
     def _matches(self, name: str, st: os.stat_result) -> bool:
         info = self.index.files.get(name)
@@ -115,44 +218,28 @@ class UserDiary:
             self.index.dirty = True
             return None
         try:
-            load = load_day(path, tz=self.tz, repair=True)
+            load = load_day(path, tz=self.tz, repair=False)
         except DataFileError as exc:
             log.warning("diary: %s; the day is skipped until it is fixed", exc)
-            self.problems.append(str(exc))
-            load = DayLoad([], data, [str(exc)])
-        self.problems.extend(load.problems)
+            load = DayLoad([], data, [f"{exc} (the day is skipped until the file is fixed)"])
+        self._set_problems(name, load.problems)
         st = path.stat()
         sha = hashlib.sha256(load.data).hexdigest()
         info = FileInfo(name, st.st_size, st.st_mtime_ns, sha, len(load.entries))
         if batch is not None:
             batch.append((info, load.entries))  # the caller indexes the whole batch with one sort
         else:
+            old_ids = self._ids_of_files([name])
             self.index.replace_file(info, load.entries)
+            self._follow_search(old_ids, load.entries)
             self._days[name] = (st.st_size, st.st_mtime_ns, load)
         return load
 
-    def sync_days(self, start: datetime, stop: datetime) -> None:
-        """Re-check (unthrottled) the day files a range touches, so a fresh hand edit is seen."""
-        day = start.astimezone(self.tz).date() - timedelta(days=1)
-        last = stop.astimezone(self.tz).date() + timedelta(days=1)
-        if (last - day).days > 62:
-            return  # long ranges rely on the throttled full refresh
-        changed = False
-        while day <= last:
-            name = day_file_name(day)
-            try:
-                st = (self.dir / name).stat()
-            except FileNotFoundError:
-                if name in self.index.files:
-                    self.index.remove_file(name)
-                    changed = True
-            else:
-                if not self._matches(name, st):
-                    self._reindex(name)
-                    changed = True
-            day += timedelta(days=1)
-        if changed:
-            self.embed_missing()
+    def _set_problems(self, name: str, problems: list[str]) -> None:
+        if problems:
+            self._problems[name] = list(problems)
+        else:
+            self._problems.pop(name, None)
 
     def embed_missing(self) -> bool:
         """Embed tags that have no vector yet (new tags, or a new model). False if none."""
@@ -174,6 +261,17 @@ class UserDiary:
                 self.index.save(self.cache_file)
             except OSError as exc:  # derived data: a failed save only costs a rebuild later
                 log.warning("diary: cannot save the index %s (%s)", self.cache_file, exc)
+            self.search.sync_token = self._fingerprint() if self._in_sync else ""
+            self.search.save()
+
+    def _fingerprint(self) -> str:
+        """The day files as the index knows them (name, size, mtime): equal tokens mean the
+        search index was saved in step with exactly these files."""
+        h = hashlib.sha256(str(len(self.index)).encode())
+        for name in sorted(self.index.files):
+            info = self.index.files[name]
+            h.update(f"{name}:{info.size}:{info.mtime_ns};".encode())
+        return h.hexdigest()[:24]
 
     def _hash_appended(self) -> None:
         """Files we appended to carry no content hash yet; hash them while their stat still
@@ -195,9 +293,7 @@ class UserDiary:
     def append(self, entry: DiaryEntry, *, dedupe: bool) -> bool:
         """Append `entry` to its local day's file (durable when this returns). False when
         `dedupe` and an entry with its id already exists."""
-        with self.lock:
-            if dedupe and self.index.has_id(entry.id):
-                return False
+        with self.lock, self.write_lock:
             name = day_file_name(entry.local_day(self.tz))
             path = self.dir / name
             try:
@@ -206,13 +302,15 @@ class UserDiary:
             except FileNotFoundError:
                 seen = None
             if seen is not None and self._verified.get(name) != seen:
-                # First append to this file in this process, or it changed: set aside a torn
-                # tail and end the file on a newline before adding to it; then re-index it.
+                # First append to this file in this process, or another process wrote to it:
+                # set aside a torn tail and end the file on a newline before adding to it
+                # (under the file lock, so no other writer is mid-append); then re-index it.
                 load = load_day(path, tz=self.tz, repair=True)
                 if load.data and not load.data.endswith(b"\n"):
                     append_text_durably(path, "\n")
-                self.problems.extend(load.problems)
                 self._reindex(name)
+            if dedupe and self.index.has_id(entry.id):
+                return False
             info = self.index.files.get(name)
             count = info.count if info is not None else 0
             append_entry(path, entry)
@@ -275,3 +373,13 @@ class UserDiary:
             if self.index.dirty:
                 self.embed_missing()
                 self.save()
+            self.search.sync_token = self._fingerprint() if self._in_sync else ""
+            self.search.save(force=True)
+            if self._private_search is not None:
+                shutil.rmtree(self._private_search, ignore_errors=True)
+            elif self._search_owner.is_locked:
+                self._search_owner.release()
+
+
+def doc_of(entry: DiaryEntry) -> TurnDoc:
+    return TurnDoc(entry.id, entry.timestamp, entry.user, entry.assistant, entry.dates)

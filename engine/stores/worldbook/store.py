@@ -176,6 +176,11 @@ class WorldBookStore:
             )
         return out
 
+    def entries(self) -> list[Entry]:
+        """Every live entry, in file order (the inspector's list; O(book), not for prompts)."""
+        self.book.refresh(force=True)
+        return sorted((e for _, e in self.book.snapshot.entries()), key=lambda e: (e.file, e.line))
+
     def status(self) -> BookStatus:
         self.book.refresh(force=True)
         files = self.book.files

@@ -1,0 +1,288 @@
+"""The library's administration API: what the CLI, the HTTP memory API and the inspector page call
+to look at and correct one character's memory. Typed results, errors from `engine.errors`.
+
+    with MemoryOrchestrator.from_config("xiaoyue") as orch:
+        for user in orch.admin.users():
+            print(user.id, user.turns, user.facts)
+        orch.admin.facts.add("linzhou", "喜欢喝乌龙茶")
+        orch.admin.search_diary("linzhou", "吉他")
+
+Each store keeps its own typed interface (`CoreAdmin` for facts, the diary's search / edit /
+forget, the world book's entries); this module joins them per character and adds what spans
+stores (users, status, reindex). The surfaces never reach past it into a store.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engine.character import list_characters, load_character
+from engine.config import EngineConfig
+from engine.errors import EngineError
+from engine.journal import JournalStatus
+from engine.paths import character_paths, validate_id
+from engine.stores.base import Hit
+from engine.stores.core import CoreAdmin, CoreMemoryStore
+from engine.stores.diary import DiaryEntry, DiaryStore
+from engine.stores.diary.admin import DiarySearchResult
+from engine.stores.worldbook import BookStatus, WorldBookStore
+
+if TYPE_CHECKING:
+    from engine.orchestrator import MemoryOrchestrator
+
+log = logging.getLogger(__name__)
+
+
+class StoreDisabledError(EngineError, LookupError):
+    """The operation needs a store the character has switched off (`<store>.enabled: false`)."""
+
+
+class TurnNotFoundError(EngineError, KeyError):
+    def __str__(self) -> str:  # KeyError would print the message with quotes around it
+        return str(self.args[0]) if self.args else ""
+
+
+@dataclass(frozen=True)
+class CharacterInfo:
+    id: str
+    """The folder name under `data/agents/`."""
+    name: str
+    """The display name from `character.yaml`."""
+    language: str
+    timezone: str
+
+
+@dataclass(frozen=True)
+class UserSummary:
+    id: str
+    turns: int
+    """Diary turns recorded (0 with the diary off)."""
+    facts: int
+    """Live core facts (deleted ones kept for history are not counted)."""
+    last_active: datetime | None
+    """Time of the newest diary turn, if any."""
+
+
+@dataclass(frozen=True)
+class DayCount:
+    day: date
+    """A local day in the character's time zone."""
+    turns: int
+
+
+@dataclass(frozen=True)
+class WorldBookEntryView:
+    id: str
+    file: str
+    """Relative to the world-book folder."""
+    line: int
+    keys: tuple[str, ...]
+    secondary_keys: tuple[str, ...]
+    logic: str
+    content: str
+    constant: bool
+    enabled: bool
+
+
+@dataclass(frozen=True)
+class WorldBookView:
+    status: BookStatus
+    entries: tuple[WorldBookEntryView, ...]
+
+
+@dataclass(frozen=True)
+class TryResult:
+    """What one store would inject for a message, and why (nothing is recorded)."""
+
+    hits: tuple[Hit, ...]
+    diagnostics: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class StoreStatus:
+    name: str
+    problems: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class MemoryStatus:
+    character: str
+    stores: tuple[StoreStatus, ...]
+    journal: JournalStatus
+    """Background work not done yet or failed, per user (from the journal files)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.journal.ok and not any(s.problems for s in self.stores)
+
+    def lines(self) -> list[str]:
+        out = [f"{s.name}: {p}" for s in self.stores for p in s.problems]
+        return out + self.journal.lines()
+
+
+@dataclass(frozen=True)
+class ReindexReport:
+    user_id: str
+    diary_turns: int
+    facts: int
+
+
+def characters(config: EngineConfig) -> list[CharacterInfo]:
+    """Every character folder under the data folder, with its display name."""
+    out = []
+    for char_id in list_characters(config.data_dir):
+        try:
+            c = load_character(character_paths(config.data_dir, char_id))
+        except (EngineError, ValueError, OSError) as exc:
+            log.warning("character %s does not load: %s", char_id, exc)
+            continue
+        settings = c.config if isinstance(c.config, dict) else {}
+        out.append(CharacterInfo(char_id, c.name, str(settings.get("language", config.language)),
+                                 str(settings.get("timezone", config.timezone))))
+    return out
+
+
+def clear_cache(config: EngineConfig, character_id: str) -> Path | None:
+    """Delete the character's `.cache/` (derived data only; rebuilt on the next open). Call it before
+    opening the character. Returns the folder removed, if there was one."""
+    import shutil
+
+    paths = character_paths(config.data_dir, character_id)
+    if not paths.cache_dir.exists():
+        return None
+    shutil.rmtree(paths.cache_dir)
+    return paths.cache_dir
+
+
+class MemoryAdmin:
+    """Administration of one character's memory (see the module docstring)."""
+
+    def __init__(self, orch: "MemoryOrchestrator") -> None:
+        self._orch = orch
+
+    # -- stores ---------------------------------------------------------------------------------
+
+    def _store(self, name: str, kind: type) -> object:
+        for store in self._orch.stores:
+            if store.name == name and isinstance(store, kind):
+                return store
+        raise StoreDisabledError(f"the {name} store is off for character {self._orch.paths.root.name!r} "
+                                 f"({name}.enabled: false)")
+
+    @property
+    def diary_store(self) -> DiaryStore:
+        return self._store("diary", DiaryStore)  # type: ignore[return-value]
+
+    @property
+    def facts(self) -> CoreAdmin:
+        """Facts: list, get, history, add, edit, delete, import (typed, see `CoreAdmin`)."""
+        return self._store("core", CoreMemoryStore).admin  # type: ignore[attr-defined]
+
+    @property
+    def world_book_store(self) -> WorldBookStore:
+        return self._store("world_book", WorldBookStore)  # type: ignore[return-value]
+
+    def _has(self, name: str) -> bool:
+        return any(s.name == name for s in self._orch.stores)
+
+    # -- users ----------------------------------------------------------------------------------
+
+    def user_ids(self) -> list[str]:
+        folder: Path = self._orch.paths.root / "users"
+        if not folder.is_dir():
+            return []
+        ids = []
+        for p in sorted(folder.iterdir()):
+            if p.is_dir():
+                try:
+                    ids.append(validate_id(p.name, kind="user id"))
+                except ValueError:
+                    continue  # not a folder kioku made
+        return ids
+
+    def users(self) -> list[UserSummary]:
+        out = []
+        for uid in self.user_ids():
+            days = self.diary_days(uid) if self._has("diary") else []
+            turns = sum(d.turns for d in days)
+            last = self.diary_store.last_turn_time(uid) if turns else None
+            facts = len(self.facts.list(uid)) if self._has("core") else 0
+            out.append(UserSummary(uid, turns, facts, last))
+        return out
+
+    # -- diary ----------------------------------------------------------------------------------
+
+    def diary_days(self, user_id: str) -> list[DayCount]:
+        validate_id(user_id, kind="user id")
+        return [DayCount(d, n) for d, n in self.diary_store.day_counts(user_id)]
+
+    def diary(self, user_id: str, start: datetime, end: datetime) -> list[DiaryEntry]:
+        validate_id(user_id, kind="user id")
+        return self.diary_store.entries(user_id, start, end)
+
+    def search_diary(self, user_id: str, text: str, *, start: datetime | None = None, end: datetime | None = None,
+                     k: int = 20) -> list[DiarySearchResult]:
+        validate_id(user_id, kind="user id")
+        return self.diary_store.search(user_id, text, start=start, end=end, k=k)
+
+    def diary_turn(self, user_id: str, turn_id: str) -> DiaryEntry:
+        entry = self.diary_store.get(user_id, turn_id)
+        if entry is None:
+            raise TurnNotFoundError(f"no diary turn {turn_id!r} for user {user_id!r}")
+        return entry
+
+    def edit_turn(self, user_id: str, turn_id: str, *, user: str | None = None, assistant: str | None = None,
+                  tag: str | None = None) -> DiaryEntry:
+        validate_id(user_id, kind="user id")
+        try:
+            entry = self.diary_store.edit(user_id, turn_id, user=user, assistant=assistant, tag=tag)
+        except KeyError:
+            raise TurnNotFoundError(f"no diary turn {turn_id!r} for user {user_id!r}") from None
+        log.info("admin: edited diary turn %s of %s/%s", turn_id, self._orch.paths.root.name, user_id)
+        return entry
+
+    def delete_turn(self, user_id: str, turn_id: str) -> None:
+        validate_id(user_id, kind="user id")
+        if not self.diary_store.forget(user_id, turn_id):
+            raise TurnNotFoundError(f"no diary turn {turn_id!r} for user {user_id!r}")
+        log.info("admin: deleted diary turn %s of %s/%s", turn_id, self._orch.paths.root.name, user_id)
+
+    # -- world book -----------------------------------------------------------------------------
+
+    def world_book(self) -> WorldBookView:
+        store = self.world_book_store
+        entries = tuple(
+            WorldBookEntryView(e.uid, e.file, e.line, tuple(str(k) for k in e.keys),
+                               tuple(str(k) for k in e.secondary_keys), e.logic, e.content, e.constant, e.enabled)
+            for e in store.entries()
+        )
+        return WorldBookView(store.status(), entries)
+
+    def world_book_summary(self) -> list[str]:
+        if not self._has("world_book"):
+            return []
+        status = self.world_book_store.status()
+        lines = [f"world book: {status.entries} entries from {status.files_loaded} of {status.files} files"]
+        return lines + [f"world book: {e}" for e in status.errors]
+
+    def try_world_book(self, message: str, *, now: datetime | None = None) -> TryResult:
+        """Which world-book entries a message fires, and why; records nothing."""
+        hits, diagnostics = self._orch.explain(message, store="world_book", now=now)
+        return TryResult(tuple(hits), tuple(diagnostics))
+
+    # -- upkeep ---------------------------------------------------------------------------------
+
+    def status(self) -> MemoryStatus:
+        stores = tuple(StoreStatus(s.name, tuple(s.problems())) for s in self._orch.stores)
+        return MemoryStatus(self._orch.paths.root.name, stores, self._orch.journal_status())
+
+    def reindex(self, user_id: str, *, progress: bool = False) -> ReindexReport:
+        """Rebuild the derived indexes of one user from the files (`.cache/` is always safe to delete)."""
+        validate_id(user_id, kind="user id")
+        turns = self.diary_store.reindex(user_id) if self._has("diary") else 0
+        facts = self.facts.reindex(user_id) if self._has("core") else 0
+        return ReindexReport(user_id, turns, facts)

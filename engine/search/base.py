@@ -1,0 +1,158 @@
+"""The turn search index seam: what the diary needs from a search backend, and what it gets back.
+
+One small interface (`TurnIndex`), typed frozen values in and out. The files implementation
+(`engine.search.files`) keeps everything in the user's `.cache/`; a database backend implements
+the same methods over its own tables (full-text + vectors).
+
+Search works on *halves*: a turn's user text and assistant text are scored separately (a
+question usually matches one of them) and together (the exchange as a whole), and a result names
+the half that matched, so the diary can show only what is relevant.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+import numpy as np
+
+Side = Literal["user", "assistant"]
+SIDES: tuple[Side, Side] = ("user", "assistant")
+
+
+@dataclass(frozen=True)
+class TurnDoc:
+    """One turn as the index sees it."""
+
+    id: str
+    ts: int
+    """Epoch seconds."""
+    user: str
+    assistant: str
+    dates: tuple[tuple[str, str], ...] = ()
+    """Resolved relative time expressions, kept with the texts (shown with them)."""
+
+    @property
+    def digest(self) -> str:
+        """Content hash: an edited turn (same id, new text) is re-indexed."""
+        return turn_digest(self.user, self.assistant, self.dates)
+
+
+def turn_digest(user: str, assistant: str, dates: tuple[tuple[str, str], ...] = ()) -> str:
+    notes = "\x01".join(f"{a}\x02{b}" for a, b in dates)
+    return hashlib.sha256(f"{user}\x00{assistant}\x00{notes}".encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    text: str
+    """The words to match lexically (the message, usually without its time words)."""
+    vector: np.ndarray | None
+    """The query embedding (query role, L2-normalised), or None for lexical only."""
+    k: int = 40
+    start: int | None = None
+    """With `end`: a time range (epoch seconds, half-open). Turns in it rank first."""
+    end: int | None = None
+    only_range: bool = False
+    """Rank only the range's turns, every one of them eligible (a time question whose range
+    does not fit the budget); otherwise the range ranks first and the rest follows."""
+    side: Side | None = None
+    """The participant the question is about (it names them): their lines rank first."""
+    exclude: frozenset[str] = frozenset()
+    """Turn ids not to return (already in the prompt window)."""
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One half of one turn, with the evidence for its rank."""
+
+    turn_id: str
+    ts: int
+    side: Side
+    score: float
+    """Fused score (reciprocal-rank fusion of the signals, context-smoothed); higher is better."""
+    lexical: float
+    """BM25 of this half (0 when no query word occurs in it)."""
+    dense: float
+    """Cosine of this half with the query vector."""
+    terms: tuple[str, ...] = ()
+    """The query's content words, when this half matched lexically."""
+    why: str = ""
+    """"words", "meaning", "context" (a neighbour of a hit) or "range"."""
+    in_range: bool = False
+    text: str = ""
+    """This half's text."""
+    dates: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    turns: int
+    removed: int
+    """Turns removed but still occupying rows (reclaimed by the next compaction)."""
+    vectors: str
+    """The vector index in use (e.g. "HNSW32,SQfp16")."""
+
+
+Progress = Callable[[int], None]
+"""Called with how many turns were just indexed (a progress bar's `update`)."""
+
+
+class TurnIndex(Protocol):
+    """Lexical + vector search over one user's diary turns."""
+
+    def __len__(self) -> int:
+        """Live turns."""
+        ...
+
+    def digests(self) -> dict[str, str]:
+        """turn id -> content digest of every live turn (to find what is missing or stale)."""
+        ...
+
+    def add(self, docs: Sequence[TurnDoc], *, progress: Progress | None = None) -> int:
+        """Index these turns (embedding them); a doc whose id is present with the same digest is
+        skipped, with another digest it replaces the old one. Returns how many were indexed."""
+        ...
+
+    def remove(self, turn_ids: Iterable[str]) -> int:
+        """Forget these turns; returns how many were present."""
+        ...
+
+    def search(self, request: SearchRequest) -> list[SearchHit]:
+        """The best halves, best first (at most `request.k`); empty when nothing is related."""
+        ...
+
+    def save(self) -> None:
+        """Persist (derived data: a failure only costs a rebuild)."""
+        ...
+
+    def stats(self) -> IndexStats: ...
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The ranking's constants, in one place (measured on the LoCoMo dev split, bench_recall)."""
+
+    rrf_k: int = 60
+    candidates: int = 100
+    """Per signal, how many top units/turns enter the fused ranking."""
+    context: tuple[float, float] = (0.3, 0.15)
+    """Share of a neighbour's score (1 and 2 lines away, same session) added to a line."""
+    session_gap_s: int = 3600
+    """Consecutive turns further apart than this belong to different conversations."""
+    side_bonus: float = 0.3
+    """Lines of the participant a question names gain this share of the best score."""
+    agree: float = 0.2
+    """Lexical agreement: a line (or its turn) holding at least this share of the query's content-word IDF."""
+    dense_z: float = 3.0
+    """Meaning alone: a cosine this many standard deviations above the query's top candidates."""
+    dense_min_std: float = 0.015
+    """Floor of that standard deviation (cosines of one embedder; e5 spreads its top ~0.02-0.03)."""
+    gate: str = "query"
+    """"query": once some line passes the gate every line may be shown by rank; "line": only
+    lines that pass it (or sit next to one)."""
+    duplicate_cosine: float = 0.985
+    weights: tuple[float, float, float, float] = field(default=(1.0, 1.0, 1.0, 1.0))
+    """RRF weights of: half vector, half BM25, turn vector, turn BM25."""

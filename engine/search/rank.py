@@ -1,0 +1,255 @@
+"""Hybrid ranking of turn halves: candidates from BM25, the vector graph and a time range;
+reciprocal-rank fusion of four signals; context from neighbouring lines; a relevance gate.
+
+Signals per half ("unit"): its vector's cosine, its BM25, its whole turn's cosine and its whole
+turn's BM25 (a question often matches a question and its answer together). Fused by reciprocal
+rank (k=60), so no signal's scale matters. A line then gains a share of its neighbours' scores
+in the same conversation (an answer right after the matching question), and the participant a
+question names ranks first.
+
+The gate keeps unrelated small talk out without one absolute cosine: a line is eligible when it
+holds a fifth of the query's content-word IDF (lexical agreement), or its cosine stands well
+above the query's own top candidates (a margin over its score distribution), or it is next to
+such a line. A query without content words ("How are you?", "晚安") finds nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from engine.search.base import SIDES, SearchHit, SearchRequest
+from engine.search.text import content_terms, terms
+
+if TYPE_CHECKING:
+    from engine.search.files import FileTurnIndex
+
+RANGE_EXACT = 5000
+"""A time range with at most this many turns is scored whole; a longer one through candidates."""
+
+
+def search(ix: "FileTurnIndex", req: SearchRequest) -> list[SearchHit]:
+    t = ix.tuning
+    if len(ix) == 0:
+        return []
+    q_terms = terms(req.text)
+    content = set(content_terms(req.text))
+    lex = ix.bm25.score(q_terms, content, ix.alive.view, ix.version)
+    vector = None if req.vector is None else np.asarray(req.vector, dtype=np.float32).reshape(-1)
+    in_range = _range_rows(ix, req.start, req.end)
+    dense_rows, dense_sims = _dense_candidates(ix, vector, t.candidates)
+    cand, base = _candidates(ix, req, lex, dense_rows, in_range)
+    if cand.size == 0:
+        return []
+
+    # Per candidate row: the three cosines and the lexical scores of both halves and the turn.
+    # Rows that are only neighbours of a candidate lend context; their vectors are not read.
+    vecs = np.zeros((cand.size, 3, ix.dim), dtype=np.float32)
+    vecs[base] = ix.vectors.take(cand[base])
+    has = ix.has_text.view[cand]
+    if vector is not None:
+        du = np.where(base[:, None], vecs[:, :2] @ vector, -np.inf)
+        dt = np.where(base, vecs[:, 2] @ vector, -np.inf)
+    else:
+        du, dt = np.full((cand.size, 2), -np.inf, np.float32), np.full(cand.size, -np.inf, np.float32)
+    halves = np.stack([2 * cand, 2 * cand + 1], axis=1)
+    lu = _lookup(lex.units, lex.unit_scores, halves)
+    lt = _lookup(lex.turns, lex.turn_scores, cand)
+    agree_u = _lookup(lex.units, lex.unit_idf, halves)
+
+    k, w = t.rrf_k, t.weights
+    fused = (
+        w[0] * _rrf(np.where(has, du, -np.inf), k)
+        + w[1] * _rrf(lu, k, positive_only=True)
+        + w[2] * _rrf(dt, k)[:, None]
+        + w[3] * _rrf(lt, k, positive_only=True)[:, None]
+    )
+    fused = np.where(has, fused, 0.0)
+    nb = _Neighbours(ix, cand)
+    score = np.where(has, nb.smooth(fused, t.context), 0.0)
+    if req.side is not None and score.size:
+        score[:, SIDES.index(req.side)] += t.side_bonus * float(score.max())
+
+    # The gate. Lines that pass it (or sit next to one) come first; when some line passes, the
+    # rest may follow by rank to fill the budget; when none does, the query is unrelated.
+    if req.only_range:
+        core = has.copy()
+    else:
+        core = _eligible(lex.query_idf, agree_u, du, dt, dense_sims, has, t, bool(content))
+    strong = (core | nb.near(core, len(t.context))) & has
+    eligible = has & bool(core.any()) if t.gate == "query" else strong
+    range_mask = np.isin(cand, in_range)[:, None] & np.ones((1, 2), dtype=bool) if in_range.size else np.zeros_like(has)
+    return _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, vecs, q_terms, content)
+
+
+def _candidates(ix: "FileTurnIndex", req: SearchRequest, lex, dense_rows: np.ndarray, in_range: np.ndarray) -> np.ndarray:
+    """(rows to score, which of them are candidates in their own right rather than neighbours):
+    the top of each signal (and a small range whole), with their neighbours."""
+    t = ix.tuning
+    if req.only_range:
+        if in_range.size <= RANGE_EXACT:
+            cand = in_range
+        else:
+            cand = np.intersect1d(np.concatenate([lex.units >> 1, lex.turns, dense_rows]), in_range)
+    else:
+        top_u = lex.units[_top(lex.unit_scores, t.candidates)] >> 1
+        top_t = lex.turns[_top(lex.turn_scores, t.candidates)]
+        small_range = in_range if in_range.size <= RANGE_EXACT else np.zeros(0, dtype=np.int64)
+        core = np.unique(np.concatenate([top_u, top_t, dense_rows, small_range]))
+        cand = _with_neighbours(ix, core)
+    cand = np.unique(cand[ix.alive.view[cand]])
+    if req.exclude:
+        cand = cand[np.array([ix.ids[r] not in req.exclude for r in cand.tolist()], dtype=bool)]
+    base = np.ones(cand.size, dtype=bool) if req.only_range else np.isin(cand, core)
+    return cand, base
+
+
+class _Neighbours:
+    """Lines next to each other in one conversation: candidate halves in time order, with the
+    pairs that lie within `dist` lines and the session gap of each other."""
+
+    def __init__(self, ix: "FileTurnIndex", cand: np.ndarray) -> None:
+        order, pos = ix.order()
+        self.pos = ((2 * pos[cand])[:, None] + np.array([0, 1])).reshape(-1)
+        self.by_pos = np.argsort(self.pos)
+        self.sorted_pos = self.pos[self.by_pos]
+        self.order, self.ts, self.gap = order, ix.ts.view, ix.tuning.session_gap_s
+
+    def pairs(self, offset: int) -> tuple[np.ndarray, np.ndarray]:
+        """(mask of halves that have a candidate `offset` lines away, that candidate's index)."""
+        other = self.pos + offset
+        j = np.minimum(np.searchsorted(self.sorted_pos, other), self.pos.size - 1)
+        found = self.sorted_pos[j] == other
+        rows_a = self.order[self.pos // 2]
+        rows_b = self.order[np.clip(other, 0, 2 * self.order.size - 1) // 2]
+        same = np.abs(self.ts[rows_a] - self.ts[rows_b]) <= self.gap * abs(offset)
+        return found & same, self.by_pos[j]
+
+    def smooth(self, fused: np.ndarray, shares: tuple[float, ...]) -> np.ndarray:
+        """Each line gains `shares[d-1]` of the score of the lines d away (same conversation)."""
+        flat = fused.reshape(-1)
+        out = flat.copy()
+        for dist, share in enumerate(shares, start=1):
+            for sign in (-1, 1):
+                ok, src = self.pairs(sign * dist)
+                out[ok] += share * flat[src[ok]]
+        return out.reshape(-1, 2)
+
+    def near(self, mask: np.ndarray, dist: int) -> np.ndarray:
+        flat = mask.reshape(-1)
+        out = np.zeros(flat.size, dtype=bool)
+        for d in range(1, dist + 1):
+            for sign in (-1, 1):
+                ok, src = self.pairs(sign * d)
+                out |= ok & flat[src]
+        return out.reshape(-1, 2)
+
+
+def _top(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k highest scores (any order): a partition, not a full sort."""
+    if scores.size <= k:
+        return np.arange(scores.size)
+    return np.argpartition(-scores, k)[:k]
+
+
+def _range_rows(ix: "FileTurnIndex", start: int | None, end: int | None) -> np.ndarray:
+    if start is None or end is None:
+        return np.zeros(0, dtype=np.int64)
+    order, _ = ix.order()
+    ts = ix.ts.view[order]
+    lo, hi = np.searchsorted(ts, start, side="left"), np.searchsorted(ts, end, side="left")
+    return np.sort(order[lo:hi])
+
+
+def _dense_candidates(ix: "FileTurnIndex", vector: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+    if vector is None:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    dead = ix.rows - len(ix)
+    rows, sims = ix.graph.search(vector, k + min(dead, 4 * k))
+    keep = ix.alive.view[rows]
+    return rows[keep][:k], sims[keep][:k]
+
+
+def _with_neighbours(ix: "FileTurnIndex", rows: np.ndarray) -> np.ndarray:
+    if rows.size == 0:
+        return rows
+    order, pos = ix.order()
+    p = pos[rows]
+    near = np.concatenate([p - 1, p, p + 1])
+    near = near[(near >= 0) & (near < order.size)]
+    return np.unique(order[near])
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """values[keys == want] elementwise (0 where absent); keys sorted."""
+    if keys.size == 0:
+        return np.zeros(want.shape, dtype=np.float32)
+    j = np.clip(np.searchsorted(keys, want), 0, keys.size - 1)
+    return np.where(keys[j] == want, values[j], 0.0).astype(np.float32)
+
+
+def _rrf(scores: np.ndarray, k: int, *, positive_only: bool = False) -> np.ndarray:
+    """1 / (k + rank) over all entries of `scores` (rank 1 = best); 0 for -inf (and for <= 0
+    with `positive_only`)."""
+    flat = scores.reshape(-1)
+    ranks = np.empty(flat.size, dtype=np.float64)
+    ranks[np.argsort(-flat, kind="stable")] = np.arange(1, flat.size + 1)
+    out = 1.0 / (k + ranks)
+    bad = ~np.isfinite(flat) | ((flat <= 0) if positive_only else False)
+    out[bad] = 0.0
+    return out.reshape(scores.shape)
+
+
+def _eligible(query_idf, agree_u, du, dt, dense_sims, has, t, has_content: bool) -> np.ndarray:
+    if not has_content or query_idf <= 0:
+        return np.zeros(has.shape, dtype=bool)
+    turn_agree = np.minimum(agree_u.sum(axis=1), query_idf)
+    lexical = (agree_u >= t.agree * query_idf) | (turn_agree >= t.agree * query_idf)[:, None]
+    dense = np.zeros(has.shape, dtype=bool)
+    if dense_sims.size >= 10:
+        # A floor on the spread: in a diary of near-identical lines the spread is tiny and any
+        # small difference would look like an outlier.
+        mean, std = float(dense_sims.mean()), max(float(dense_sims.std()), t.dense_min_std)
+        dense = ((du - mean) / std >= t.dense_z) | ((dt - mean) / std >= t.dense_z)[:, None]
+    return (lexical | dense) & has
+
+
+def _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, vecs, q_terms, content) -> list[SearchHit]:
+    """The best eligible units: in-range first, then those past the gate, each by score;
+    near-duplicates skipped."""
+    ri, si = np.nonzero(eligible)
+    if ri.size == 0:
+        return []
+    # With a range: its lines past the gate, then other lines past the gate, then its other lines.
+    st, rm = strong[ri, si], range_mask[ri, si]
+    key = np.lexsort((-score[ri, si], ~rm, ~st, ~(rm & st)))
+    hits: list[SearchHit] = []
+    kept = np.zeros((req.k, vecs.shape[2]), dtype=np.float32)
+    for j in key.tolist():
+        r, s = int(ri[j]), int(si[j])
+        v = vecs[r, s]
+        if hits and float(np.max(kept[: len(hits)] @ v)) >= ix.tuning.duplicate_cosine:
+            continue
+        kept[len(hits)] = v
+        row = int(cand[r])
+        texts = ix.record(row)
+        why = "range" if req.only_range else ("words" if lu[r, s] > 0 else "meaning") if core[r, s] else "context"
+        hits.append(
+            SearchHit(
+                turn_id=ix.ids[row],
+                ts=int(ix.ts.view[row]),
+                side=SIDES[s],
+                score=float(score[r, s]),
+                lexical=float(lu[r, s]),
+                dense=float(du[r, s]) if np.isfinite(du[r, s]) else 0.0,
+                terms=tuple(sorted(content & set(q_terms))) if lu[r, s] > 0 else (),
+                why=why,
+                in_range=bool(range_mask[r, s]),
+                text=texts[s],
+                dates=texts[2],
+            )
+        )
+        if len(hits) >= req.k:
+            break
+    return hits

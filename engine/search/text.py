@@ -1,0 +1,84 @@
+"""Search terms of a text: Chinese words from jieba (rjieba), other words lowercased and
+Snowball-stemmed (PyStemmer); and whether a term carries content (not a stop word).
+
+Every piece here is an established library's: rjieba segments (search mode, so 今天天气 also
+yields 天气), PyStemmer stems, the stop-word lists come from jionlp and the `stopwords`
+package (Chinese; English: the Snowball list). Nothing is loaded at import time.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_WORD = re.compile(r"\w", re.UNICODE)
+MAX_TERM_CHARS = 40
+"""Longer runs (URLs, base64) are not useful terms and would bloat the vocabulary."""
+
+
+@functools.cache
+def _stemmer():
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+@functools.cache
+def _jieba():
+    import rjieba
+
+    return rjieba
+
+
+@functools.cache
+def _stop_terms() -> frozenset[str]:
+    """Stop words of both languages, in term form (English ones stemmed like document words)."""
+    from stopwords import get_stopwords
+
+    from engine.adapters.jio import jionlp
+
+    english = [w.lower() for w in get_stopwords("english") if w]
+    stemmed = _stemmer().stemWords(english)
+    chinese = set(jionlp().stopwords_loader()) | set(get_stopwords("chinese"))
+    return frozenset(stemmed) | frozenset(english) | frozenset(chinese)
+
+
+def terms(text: str) -> list[str]:
+    """The text's search terms, in order, with repeats (term frequency counts them)."""
+    if not text:
+        return []
+    out: list[str] = []
+    latin: list[str] = []
+    for token in _jieba().cut_for_search(text):
+        if _HAN.search(token):
+            out.append(token)
+        elif _WORD.search(token):
+            word = token.strip().lower()
+            if word and len(word) <= MAX_TERM_CHARS:
+                latin.append(word)
+                out.append(word)  # placeholder, replaced by its stem below
+    if latin:
+        stems = iter(_stemmer().stemWords(latin))
+        out = [next(stems) if not _HAN.search(t) else t for t in out]
+    return out
+
+
+def is_content(term: str) -> bool:
+    """A term that says what a text is about (not a stop word, not a lone digit or letter)."""
+    if term in _stop_terms():
+        return False
+    if _HAN.search(term):
+        return True
+    return len(term) > 1 and not term.isdigit()
+
+
+def content_terms(text: str) -> list[str]:
+    """Distinct content terms of `text`, in order of first appearance."""
+    return list(dict.fromkeys(t for t in terms(text) if is_content(t)))
+
+
+def warm_up() -> None:
+    """Load the segmenter's dictionary, the stemmer and the stop lists now."""
+    terms("预热 warm up")
+    _stop_terms()

@@ -1,0 +1,210 @@
+"""Diary turns in PostgreSQL: append idempotently by turn id, range by time, forget, edit.
+
+The time-range lookup is an index range scan on `(owner_id, at)` over live turns
+(`diary_turns_by_time`); `explain_range` shows the plan. Forgetting a turn marks it deleted (the
+row stays, so a replayed record of the same turn id does not bring it back) and drops it from the
+search index in the same transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from engine.storage.postgres.connect import Database
+from engine.storage.postgres.owners import Owners, join_time, split_time
+from engine.storage.postgres.search import tombstone
+from engine.stores.diary.entry import DiaryEntry
+
+
+@dataclass(frozen=True)
+class StoredTurn:
+    """One diary turn as the Postgres backend keeps it."""
+
+    id: str
+    """The turn id (unique per user)."""
+    at: datetime
+    """Aware; read back in the UTC offset it was written with."""
+    user: str
+    assistant: str
+    tag: str = ""
+    chat_id: str = "default"
+    resolved_dates: tuple[Mapping[str, Any], ...] = field(default=())
+    """The absolute dates of the relative time expressions in the turn (JSON objects, as the
+    diary's date resolver writes them; this backend stores them as given)."""
+    deleted: bool = False
+
+    @property
+    def local_day(self) -> date:
+        """The day in the turn's own zone (the files backend's day file)."""
+        return self.at.date()
+
+    def to_entry(self) -> DiaryEntry:
+        return DiaryEntry(id=self.id, at=self.at, tag=self.tag, user=self.user, assistant=self.assistant)
+
+    @classmethod
+    def from_entry(cls, entry: DiaryEntry, *, chat_id: str = "default") -> "StoredTurn":
+        return cls(id=entry.id, at=entry.at, user=entry.user, assistant=entry.assistant, tag=entry.tag,
+                   chat_id=chat_id)
+
+
+_COLUMNS = "turn_id, at, at_off, user_text, assistant_text, tag, chat_id, resolved_dates, deleted_at"
+
+
+def _row_to_turn(row: Sequence[Any]) -> StoredTurn:
+    turn_id, at, off, user, assistant, tag, chat_id, resolved, deleted_at = row
+    if isinstance(resolved, str):
+        resolved = json.loads(resolved)
+    return StoredTurn(id=turn_id, at=join_time(at, off), user=user, assistant=assistant, tag=tag,
+                      chat_id=chat_id, resolved_dates=tuple(resolved or ()), deleted=deleted_at is not None)
+
+
+def _params(owner: int, turn: StoredTurn) -> tuple:
+    at, off = split_time(turn.at, what=f"turn {turn.id!r} time")
+    return (owner, turn.id, turn.chat_id, at, off, turn.local_day, turn.tag, turn.user, turn.assistant,
+            Jsonb(list(turn.resolved_dates)))
+
+
+_INSERT = (
+    "INSERT INTO diary_turns (owner_id, turn_id, chat_id, at, at_off, local_day, tag, user_text, "
+    "assistant_text, resolved_dates) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+    "ON CONFLICT (owner_id, turn_id) DO NOTHING"
+)
+
+
+class PgDiaryTurns:
+    """The diary turns of one character's users."""
+
+    def __init__(self, db: Database, character_id: str, *, owners: Owners | None = None) -> None:
+        self.db = db
+        self.owners = owners or Owners(character_id)
+
+    def append(self, user_id: str, turn: StoredTurn) -> bool:
+        """Add a turn; False when a turn with this id exists already (also a forgotten one)."""
+        with self.db.tx() as conn:
+            owner = self.owners.get(conn, user_id)
+            return conn.execute(_INSERT, _params(owner, turn)).rowcount == 1
+
+    def append_many(self, user_id: str, turns: Iterable[StoredTurn]) -> int:
+        """Bulk add in one transaction (imports); returns how many were new."""
+        with self.db.tx() as conn:
+            owner = self.owners.get(conn, user_id)
+            added = 0
+            with conn.cursor() as cur:
+                for turn in turns:
+                    cur.execute(_INSERT, _params(owner, turn))
+                    added += cur.rowcount
+            return added
+
+    def get(self, user_id: str, turn_id: str) -> StoredTurn | None:
+        with self.db.tx() as conn:
+            owner = self.owners.get(conn, user_id, create=False)
+            if owner is None:
+                return None
+            row = conn.execute(f"SELECT {_COLUMNS} FROM diary_turns WHERE owner_id = %s AND turn_id = %s",
+                               (owner, turn_id)).fetchone()
+            return None if row is None else _row_to_turn(row)
+
+    def range(self, user_id: str, start: datetime, end: datetime, *, limit: int | None = None) -> list[StoredTurn]:
+        """Live turns with start <= time < end, chronological (an index range scan)."""
+        split_time(start, what="range start")
+        split_time(end, what="range end")
+        with self.db.tx() as conn:
+            owner = self.owners.get(conn, user_id, create=False)
+            if owner is None:
+                return []
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM diary_turns WHERE owner_id = %s AND deleted_at IS NULL "
+                "AND at >= %s AND at < %s ORDER BY at, turn_id LIMIT %s",
+                (owner, start, end, limit),
+            ).fetchall()
+            return [_row_to_turn(r) for r in rows]
+
+    def explain_range(self, user_id: str, start: datetime, end: datetime) -> str:
+        """The query plan of `range` (to show that it is an index range scan)."""
+        with self.db.tx() as conn:
+            owner = self.owners.get(conn, user_id, create=False) or 0
+            rows = conn.execute(
+                f"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT {_COLUMNS} FROM diary_turns "
+                "WHERE owner_id = %s AND deleted_at IS NULL AND at >= %s AND at < %s ORDER BY at, turn_id",
+                (owner, start, end),
+            ).fetchall()
+            return "\n".join(r[0] for r in rows)
+
+    def all(self, user_id: str, *, include_deleted: bool = False) -> list[StoredTurn]:
+        """Every turn of the user, chronological (export)."""
+        with self.db.tx() as conn:
+            owner = self.owners.get(conn, user_id, create=False)
+            if owner is None:
+                return []
+            live = "" if include_deleted else " AND deleted_at IS NULL"
+            rows = conn.execute(f"SELECT {_COLUMNS} FROM diary_turns WHERE owner_id = %s{live} ORDER BY at, turn_id",
+                                (owner,)).fetchall()
+            return [_row_to_turn(r) for r in rows]
+
+    def count(self, user_id: str) -> int:
+        with self.db.tx() as conn:
+            owner = self.owners.get(conn, user_id, create=False)
+            if owner is None:
+                return 0
+            return conn.execute("SELECT count(*) FROM diary_turns WHERE owner_id = %s AND deleted_at IS NULL",
+                                (owner,)).fetchone()[0]
+
+    def forget(self, user_id: str, turn_id: str) -> int:
+        """Delete a turn from the diary and its search index; returns 1, or 0 if there was none."""
+        with self.db.tx() as conn:
+            owner = self.owners.get(conn, user_id, create=False)
+            if owner is None:
+                return 0
+            n = conn.execute(
+                "UPDATE diary_turns SET deleted_at = now() WHERE owner_id = %s AND turn_id = %s AND deleted_at IS NULL",
+                (owner, turn_id),
+            ).rowcount
+            if n:
+                tombstone(conn, owner, turn_id)
+            return n
+
+    def edit(self, user_id: str, turn_id: str, *, user: str | None = None, assistant: str | None = None,
+             tag: str | None = None) -> StoredTurn | None:
+        """Change a live turn's texts or tag; None if there is no such turn. A text change marks
+        the turn's search row stale (the caller re-adds it with `PgTurnSearch.add`)."""
+        with self.db.tx() as conn:
+            owner = self.owners.get(conn, user_id, create=False)
+            if owner is None:
+                return None
+            row = conn.execute(
+                "UPDATE diary_turns SET user_text = coalesce(%s, user_text), assistant_text = coalesce(%s, assistant_text), "
+                f"tag = coalesce(%s, tag) WHERE owner_id = %s AND turn_id = %s AND deleted_at IS NULL RETURNING {_COLUMNS}",
+                (user, assistant, tag, owner, turn_id),
+            ).fetchone()
+            if row is not None and (user is not None or assistant is not None):
+                tombstone(conn, owner, turn_id)
+            return None if row is None else _row_to_turn(row)
+
+    # -- digests of closed days ------------------------------------------------------------------
+
+    def set_digest(self, user_id: str, day: date, *, turns: int, text: str, by: str) -> None:
+        with self.db.tx() as conn:
+            owner = self.owners.get(conn, user_id)
+            conn.execute(
+                "INSERT INTO diary_digests (owner_id, local_day, turns, text, written_by) VALUES (%s, %s, %s, %s, %s) "
+                "ON CONFLICT (owner_id, local_day) DO UPDATE SET turns = EXCLUDED.turns, text = EXCLUDED.text, "
+                "written_by = EXCLUDED.written_by",
+                (owner, day, turns, text, by),
+            )
+
+    def digests(self, user_id: str) -> list[tuple[date, int, str, str]]:
+        """(day, turns, text, written_by) for every digest of the user, by day."""
+        with self.db.tx() as conn:
+            owner = self.owners.get(conn, user_id, create=False)
+            if owner is None:
+                return []
+            return [tuple(r) for r in conn.execute(
+                "SELECT local_day, turns, text, written_by FROM diary_digests WHERE owner_id = %s ORDER BY local_day",
+                (owner,)).fetchall()]
+

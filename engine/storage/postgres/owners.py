@@ -1,0 +1,70 @@
+"""Owners: a (character, user) pair as one bigint, and the time helpers every table shares."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timedelta, timezone
+
+import psycopg
+
+from engine.errors import EngineError
+from engine.paths import validate_id
+
+
+class NaiveTimeError(EngineError, ValueError):
+    """A time without a zone was given where the stored offset must be known."""
+
+
+class Owners:
+    """Maps user ids of one character to owner ids (created on first write), cached per process.
+
+    Ids are validated with the files backend's rules, so every owner can be exported to folders."""
+
+    def __init__(self, character_id: str) -> None:
+        self.character_id = validate_id(character_id, kind="character id")
+        self._ids: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def get(self, conn: psycopg.Connection, user_id: str, *, create: bool = True) -> int | None:
+        """The owner id of `user_id`; None if it has none and `create` is False."""
+        validate_id(user_id, kind="user id")
+        with self._lock:
+            cached = self._ids.get(user_id)
+        if cached is not None:
+            return cached
+        row = conn.execute(
+            "SELECT id FROM owners WHERE character_id = %s AND user_id = %s", (self.character_id, user_id)
+        ).fetchone()
+        if row is None and create:
+            # ON CONFLICT: another worker may create the same owner at the same moment.
+            conn.execute(
+                "INSERT INTO owners (character_id, user_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                (self.character_id, user_id),
+            )
+            row = conn.execute(
+                "SELECT id FROM owners WHERE character_id = %s AND user_id = %s", (self.character_id, user_id)
+            ).fetchone()
+        if row is None:
+            return None
+        with self._lock:
+            self._ids[user_id] = row[0]
+        return row[0]
+
+    def users(self, conn: psycopg.Connection) -> list[str]:
+        rows = conn.execute(
+            "SELECT user_id FROM owners WHERE character_id = %s ORDER BY user_id", (self.character_id,)
+        ).fetchall()
+        return [r[0] for r in rows]
+
+
+def split_time(at: datetime, *, what: str = "time") -> tuple[datetime, int]:
+    """(the instant, its UTC offset in seconds): stored apart so the written offset comes back."""
+    offset = at.utcoffset()
+    if offset is None:
+        raise NaiveTimeError(f"{what} must be timezone-aware (got naive {at.isoformat()})")
+    return at, int(offset.total_seconds())
+
+
+def join_time(instant: datetime, offset_s: int) -> datetime:
+    """The stored instant shown in the offset it was written with."""
+    return instant.astimezone(timezone(timedelta(seconds=offset_s)))

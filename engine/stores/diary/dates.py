@@ -1,0 +1,73 @@
+"""Write-time date resolution: "yesterday" in a turn said on 2023-05-08 meant 2023-05-07.
+
+Relative expressions lose their meaning once the day has passed, so the diary stores what each
+one resolved to (by `engine.timeparse`, against the turn's own time) with the entry, and shows
+it in the injected line: `… yesterday … [yesterday (2023-05-07)]`. The annotation follows the
+text instead of being spliced into it, so the original words stay intact. Deterministic and
+offline.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from datetime import datetime, timedelta, tzinfo
+
+from engine.errors import TimeExpressionError
+
+log = logging.getLogger(__name__)
+
+_ROLLING = re.compile(r"\d{2}:\d{2}–")
+MAX_DATES = 6
+"""At most this many expressions per turn are kept (the rest are rarely worth their tokens)."""
+
+
+def resolve_dates(texts: list[str], at: datetime, tz: tzinfo) -> tuple[tuple[str, str], ...]:
+    """(expression, resolution) for the relative time expressions in `texts`, said at `at`."""
+    from engine.timeparse import parse_time_ranges
+
+    now = at.astimezone(tz)
+    own_day = f"{now:%Y-%m-%d}"
+    out: dict[str, str] = {}
+    for text in texts:
+        if not text.strip():
+            continue
+        try:
+            found = parse_time_ranges(text, now=now)
+        except (TimeExpressionError, ValueError, RecursionError) as exc:
+            log.warning("diary: time expressions in a turn could not be resolved (%s)", exc)
+            continue
+        for expr in found:
+            label = describe_range(expr.start.astimezone(tz), expr.end.astimezone(tz))
+            phrase = expr.text.strip()
+            # "today" needs no note: every shown line carries its own day.
+            if phrase and label and label != own_day and label not in phrase and phrase not in out:
+                out[phrase] = label
+            if len(out) >= MAX_DATES:
+                break
+    return tuple(out.items())
+
+
+def describe_range(start: datetime, end: datetime) -> str:
+    """A compact absolute form: a day, a span of days, a month, a year, or a clock span."""
+    last = end - timedelta(microseconds=1)
+    whole_days = start.hour == start.minute == start.second == 0 and end.hour == end.minute == end.second == 0
+    if whole_days:
+        if start.month == 1 and start.day == 1 and end.month == 1 and end.day == 1 and end.year == start.year + 1:
+            return f"{start:%Y}"
+        if start.day == 1 and end.day == 1 and (end.year * 12 + end.month) - (start.year * 12 + start.month) == 1:
+            return f"{start:%Y-%m}"
+        if last.date() == start.date():
+            return f"{start:%Y-%m-%d}"
+        return f"{start:%Y-%m-%d}–{last:%Y-%m-%d}"
+    if last.date() == start.date():
+        if (end - start) >= timedelta(hours=3):
+            return f"{start:%Y-%m-%d}"
+        return f"{start:%Y-%m-%d %H:%M}"
+    return ""  # a rolling span ("lately", "the past 3 days" to the minute) says little for its tokens
+
+
+def annotate(text: str, dates: tuple[tuple[str, str], ...]) -> str:
+    """`text` followed by the resolutions of the expressions it contains."""
+    notes = [f"{phrase} ({label})" for phrase, label in dates if phrase in text and not _ROLLING.search(label)]
+    return f"{text} [{'; '.join(notes)}]" if notes else text

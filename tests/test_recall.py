@@ -1,0 +1,156 @@
+"""Recall through `build_prompt` / `record_turn` (real embedder, real FAISS, files in tmp_path):
+the issue's questions reach the asked day, unrelated messages inject nothing, statements that
+mention a past time do not pull the range, dates are resolved at write time, recording is
+idempotent, forget/edit update the search, a broken day file is reported."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from engine.adapters.embed_cache import CachedEmbedder
+from engine.config import load_config
+from engine.orchestrator import MemoryOrchestrator
+
+ROOT = Path(__file__).resolve().parent.parent
+TZ = ZoneInfo("Asia/Shanghai")
+NOW = datetime(2026, 5, 9, 20, 0, tzinfo=TZ)
+
+# (turn id, when, user, assistant): a few days of real-looking chat, each with its own topic.
+TURNS = [
+    ("a1", datetime(2026, 4, 28, 21, 0), "最近笔记太乱了，有没有好用的笔记软件？", "可以试试 Obsidian，本地存储，双向链接很好用。"),
+    ("a2", datetime(2026, 4, 28, 21, 5), "Obsidian 要收费吗？", "个人使用是免费的。"),
+    ("b1", datetime(2026, 4, 30, 22, 10), "最近工作压力好大，有什么舒缓压力和放松心情的办法吗？", "睡前冥想十分钟，或者出去慢跑都不错。"),
+    ("b2", datetime(2026, 4, 30, 22, 20), "下周要交季度报告，老板天天催。", "先把报告拆成小块，一天做一点。"),
+    ("c1", datetime(2026, 5, 4, 9, 30), "今天阴天，还下了小雨，心情有点低落。", "下雨天适合在家喝杯热茶。"),
+    ("c2", datetime(2026, 5, 4, 19, 0), "晚上心情好多了，和朋友吃了火锅。", "吃火锅最治愈了！"),
+    ("d1", datetime(2026, 5, 6, 15, 0), "今天读完了一本书，叫《活着》，余华写的。", "那本书很沉重，但很有力量。"),
+    ("e1", datetime(2026, 5, 8, 10, 0), "I went to the support group yesterday and it helped a lot.", "I'm glad it helped you!"),
+    ("e2", datetime(2026, 5, 8, 10, 5), "My cat Mochi knocked over the plant again.", "Mochi is such a troublemaker."),
+]
+TEXTS = {tid: (u, a) for tid, _, u, a in TURNS}
+
+
+@pytest.fixture(scope="module")
+def orch(tmp_path_factory, embedder):
+    data_dir = tmp_path_factory.mktemp("recall")
+    shutil.copytree(
+        ROOT / "data/agents/xiaoyue", data_dir / "agents/xiaoyue", ignore=shutil.ignore_patterns("users", ".cache")
+    )
+    config = load_config(
+        overrides={"data_dir": str(data_dir), "core": {"enabled": False}, "world_book": {"enabled": False}}, env={}
+    )
+    cached = CachedEmbedder(embedder, data_dir / "vectors.sqlite3")
+    orch = MemoryOrchestrator.from_config("xiaoyue", config=config, embedder=cached)
+    for tid, at, user, reply in TURNS:
+        orch.record_turn(user, reply, user_id="amy", at=at.replace(tzinfo=TZ), turn_id=tid)
+    assert orch.flush(300)
+    assert not orch.background_errors
+    # A window of unrelated chat, so the diary is asked and the window holds none of the above.
+    for i in range(12):
+        orch.record_turn(f"随便聊聊{i}", f"嗯嗯{i}", user_id="amy", at=NOW - timedelta(minutes=30 - i), turn_id=f"w{i}")
+    assert orch.flush(300)
+    yield orch
+    orch.close()
+
+
+def diary_text(result) -> str:
+    return "\n".join(h.text for h in result.hits if h.store == "diary")
+
+
+def shown(result, tid: str) -> bool:
+    """Both halves of turn `tid` are in the built messages (the recall check: text containment)."""
+    built = "\n".join(m["content"] for m in result.messages)
+    user, reply = TEXTS[tid]
+    return user in built and reply in built
+
+
+@pytest.mark.parametrize(
+    "question, day_turns",
+    [
+        ("在5月6号我读了一本书，它的名字是？", ["d1"]),
+        ("5月4号的天气怎么样？我的心情怎么样？", ["c1", "c2"]),
+        ("在4月28号你给我推荐了一个笔记软件，它的名字是？", ["a1", "a2"]),
+        ("我4月30号为什么要问你舒缓压力和放松心情的办法？", ["b1", "b2"]),
+        ("What was our conversation yesterday about?", ["e1", "e2"]),
+    ],
+)
+def test_issue_questions_get_the_asked_day(orch, question, day_turns):
+    result = orch.build_prompt(question, user_id="amy", now=NOW)
+    for tid in day_turns:
+        assert shown(result, tid), (question, tid, diary_text(result))
+    assert any(h.meta.get("kind") == "turn" for h in result.hits if h.store == "diary")
+
+
+@pytest.mark.parametrize("message", ["今天天气真好", "晚安", "How are you?", "好累啊", "Good night!"])
+def test_unrelated_messages_inject_no_diary_lines(orch, message):
+    result = orch.build_prompt(message, user_id="amy", now=NOW)
+    assert [h for h in result.hits if h.store == "diary"] == []
+
+
+@pytest.mark.parametrize("message", ["昨天加班到很晚", "I went hiking last weekend", "前几天手机摔坏了"])
+def test_statements_with_a_past_time_do_not_pull_the_range(orch, message):
+    result = orch.build_prompt(message, user_id="amy", now=NOW)
+    assert not [h for h in result.hits if h.store == "diary" and h.meta.get("kind") in ("turn", "digest", "empty")]
+
+
+def test_content_question_without_time_words_finds_the_turn(orch):
+    result = orch.build_prompt("你之前推荐的那个笔记软件叫什么来着？", user_id="amy", now=NOW)
+    assert "Obsidian" in diary_text(result)
+    result = orch.build_prompt("What is my cat called?", user_id="amy", now=NOW)
+    assert "Mochi" in diary_text(result)
+
+
+def test_dates_are_resolved_at_write_time(orch):
+    diary = orch.store("diary")
+    entry = next(e for e in diary.entries("amy", datetime(2026, 5, 8, tzinfo=TZ), datetime(2026, 5, 9, tzinfo=TZ)) if e.id == "e1")
+    assert entry.dates == (("yesterday", "2026-05-07"),)
+    path = orch.paths.user("amy").diary_dir / "2026-05-08.yaml"
+    assert 'dates: [["yesterday", "2026-05-07"]]' in path.read_text(encoding="utf-8")
+    result = orch.build_prompt("When did I go to the support group?", user_id="amy", now=NOW)
+    assert "yesterday (2026-05-07)" in diary_text(result)
+    assert shown(result, "e1")  # the annotation follows the text; the words stay whole
+
+
+def test_replayed_turn_adds_nothing(orch):
+    from engine.stores.base import Turn
+
+    diary = orch.store("diary")
+    before = diary.entries("amy", datetime(2026, 4, 1, tzinfo=TZ), NOW)
+    index_before = len(diary.user("amy").search)
+    again = Turn("c1", "amy", datetime(2026, 5, 4, 9, 30, tzinfo=TZ), TEXTS["c1"][0], TEXTS["c1"][1])
+    diary.record(again)
+    diary.record(again)
+    assert diary.entries("amy", datetime(2026, 4, 1, tzinfo=TZ), NOW) == before
+    assert len(diary.user("amy").search) == index_before
+
+
+def test_forget_and_edit_update_the_search(orch):
+    diary = orch.store("diary")
+    assert "Mochi" in " ".join(r.text for r in diary.search("amy", "cat knocked over the plant"))
+    edited = diary.edit("amy", "e2", user="My cat Mochi broke a vase yesterday.")
+    assert edited.dates == (("yesterday", "2026-05-07"),)
+    found = diary.search("amy", "cat broke a vase")
+    assert found and found[0].turn_id == "e2" and "vase" in found[0].text
+    assert diary.forget("amy", "e2") == 1
+    assert diary.forget("amy", "e2") == 0
+    assert all(r.turn_id != "e2" for r in diary.search("amy", "cat broke a vase"))
+    day = datetime(2026, 5, 8, tzinfo=TZ)
+    assert [e.id for e in diary.entries("amy", day, day + timedelta(days=1))] == ["e1"]
+
+
+def test_broken_day_file_is_reported_not_called_empty(tmp_path, embedder):
+    shutil.copytree(ROOT / "data/agents/xiaoyue", tmp_path / "agents/xiaoyue", ignore=shutil.ignore_patterns("users", ".cache"))
+    folder = tmp_path / "agents/xiaoyue/users/bob/memorys"
+    folder.mkdir(parents=True)
+    (folder / "2026-05-08.yaml").write_text("- id: x\n  time: [unclosed\n  user: hi\n", encoding="utf-8")
+    config = load_config(overrides={"data_dir": str(tmp_path), "core": {"enabled": False}, "world_book": {"enabled": False}}, env={})
+    with MemoryOrchestrator.from_config("xiaoyue", config=config, embedder=embedder) as orch:
+        result = orch.build_prompt("昨天我们聊了什么？", user_id="bob", now=NOW)
+        assert any("2026-05-08.yaml:" in d for d in result.diagnostics), result.diagnostics
+        text = diary_text(result)
+        assert "没有任何对话记录" not in text and "2026-05-08.yaml" in text
