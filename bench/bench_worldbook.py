@@ -157,6 +157,69 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1000:.3f} ms"
 
 
+def keyword_section(keyword_store: WorldBookStore, embedder, messages: list[str]) -> None:
+    empty = np.zeros((0, embedder.dim), dtype=np.float32)
+    scan, kw = [], []
+    hits = 0
+    for m in messages:
+        t = time.perf_counter()
+        keyword_store.book.snapshot.scan(m)
+        scan.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        hits += len(keyword_store.retrieve(query(m, (), empty, embedder.dim)))
+        kw.append(time.perf_counter() - t)
+    print(f"keyword matching per message: scan {ms(statistics.median(scan))}, "
+          f"whole retrieve (throttled change check, 2 messages, ranking, tokens) {ms(statistics.median(kw))} "
+          f"(median of {len(messages)}; {hits / len(messages):.1f} hits/message)")
+
+
+def semantic_section(store: WorldBookStore, embedder, messages: list[str]) -> None:
+    empty = np.zeros((0, embedder.dim), dtype=np.float32)
+    embeds, sem, base = [], [], []
+    for m in messages:
+        t = time.perf_counter()
+        pieces = tuple(store.query_texts(m, []))
+        vectors = embedder.embed(pieces, role="query")
+        embeds.append(time.perf_counter() - t)
+        q = query(m, pieces, vectors, embedder.dim)
+        t = time.perf_counter()
+        store.retrieve(q)
+        sem.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        store.retrieve(query(m, (), empty, embedder.dim))
+        base.append(time.perf_counter() - t)
+    rows = sum(seg.index.ntotal for seg in store.book.snapshot.segments if seg.index is not None)
+    print(f"semantic search beyond the embedding: {ms(statistics.median(sem) - statistics.median(base))} "
+          f"(retrieve with pieces {ms(statistics.median(sem))} vs without {ms(statistics.median(base))}; "
+          f"{rows} key and content vectors; splitting + embedding the pieces took {ms(statistics.median(embeds))})")
+
+
+def reload_section(store: WorldBookStore, paths: list[Path], keys: list[str], per: int) -> None:
+    for label, change_key in (("only a description changed", False), ("one key changed, embedded", True)):
+        reload_times, embedded = [], []
+        for n in range(5):
+            path = paths[n % len(paths)]
+            text = path.read_text(encoding="utf-8")
+            old_key = keys[(n % len(paths)) * per]
+            if change_key:
+                edited = text.replace(old_key, f"新地名{n}号", 1)
+                keys[(n % len(paths)) * per] = f"新地名{n}号"
+            else:
+                edited = text.replace("设定", f"新设定{n}", 1)
+            path.write_text(edited, encoding="utf-8")
+            before = store.vectors.embedded
+            t = time.perf_counter()
+            assert store.refresh()
+            reload_times.append(time.perf_counter() - t)
+            embedded.append(store.vectors.embedded - before)
+        print(f"reload after editing one file of {per} entries, {label}: "
+              f"{ms(statistics.median(reload_times))} (median of 5; keys embedded {embedded})")
+    t = time.perf_counter()
+    store.refresh()
+    noop = time.perf_counter() - t
+    print(f"check with nothing changed (stat of {len(paths)} files): {ms(noop)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=10_000)
@@ -204,63 +267,9 @@ def main() -> None:
     for _ in range(args.messages):
         picked = rng.sample(keys, 2)
         messages.append(f"{rng.choice(FILLER)}{picked[0]}吗？还有{picked[1]}。今天天气不错，我们聊点别的吧。")
-    keyword_store = make_store(root, embedder, semantic=False)
-    empty = np.zeros((0, embedder.dim), dtype=np.float32)
-    scan, kw = [], []
-    hits = 0
-    for m in messages:
-        t = time.perf_counter()
-        keyword_store.book.snapshot.scan(m)
-        scan.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        hits += len(keyword_store.retrieve(query(m, (), empty, embedder.dim)))
-        kw.append(time.perf_counter() - t)
-    print(f"keyword matching per message: scan {ms(statistics.median(scan))}, "
-          f"whole retrieve (stat check, 2 messages, ranking, tokens) {ms(statistics.median(kw))} "
-          f"(median of {len(messages)}; {hits / len(messages):.1f} hits/message)")
-
-    embeds, sem, base = [], [], []
-    for m in messages[:30]:
-        t = time.perf_counter()
-        pieces = tuple(store.query_texts(m, []))
-        vectors = embedder.embed(pieces, role="query")
-        embeds.append(time.perf_counter() - t)
-        q = query(m, pieces, vectors, embedder.dim)
-        t = time.perf_counter()
-        store.retrieve(q)
-        sem.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        store.retrieve(query(m, (), empty, embedder.dim))
-        base.append(time.perf_counter() - t)
-    rows = sum(seg.index.ntotal for seg in store.book.snapshot.segments if seg.index is not None)
-    print(f"semantic search beyond the embedding: {ms(statistics.median(sem) - statistics.median(base))} "
-          f"(retrieve with pieces {ms(statistics.median(sem))} vs without {ms(statistics.median(base))}; "
-          f"{rows} key and content vectors; splitting + embedding the pieces took {ms(statistics.median(embeds))})")
-
-    per = args.entries // args.files
-    for label, change_key in (("only a description changed", False), ("one key changed, embedded", True)):
-        reload_times, embedded = [], []
-        for n in range(5):
-            path = paths[n % len(paths)]
-            text = path.read_text(encoding="utf-8")
-            old_key = keys[(n % len(paths)) * per]
-            if change_key:
-                edited = text.replace(old_key, f"新地名{n}号", 1)
-                keys[(n % len(paths)) * per] = f"新地名{n}号"
-            else:
-                edited = text.replace("设定", f"新设定{n}", 1)
-            path.write_text(edited, encoding="utf-8")
-            before = store.vectors.embedded
-            t = time.perf_counter()
-            assert store.refresh()
-            reload_times.append(time.perf_counter() - t)
-            embedded.append(store.vectors.embedded - before)
-        print(f"reload after editing one file of {per} entries, {label}: "
-              f"{ms(statistics.median(reload_times))} (median of 5; keys embedded {embedded})")
-    t = time.perf_counter()
-    store.refresh()
-    noop = time.perf_counter() - t
-    print(f"check with nothing changed (stat of {len(paths)} files): {ms(noop)}")
+    keyword_section(make_store(root, embedder, semantic=False), embedder, messages)
+    semantic_section(store, embedder, messages[:30])
+    reload_section(store, paths, keys, args.entries // args.files)
     print(f"threads: faiss 1, cpus {os.cpu_count()}")
 
 

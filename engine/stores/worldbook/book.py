@@ -24,7 +24,8 @@ import numpy as np
 from engine.errors import EmbedderError
 from engine.fileio import content_hash
 from engine.stores.worldbook.model import BookError, Entry, format_errors
-from engine.stores.worldbook.parse import DEFAULT_LIMITS, Limits, ParsedFile, parse_bytes
+from engine.stores.worldbook.limits import DEFAULT_LIMITS, Limits
+from engine.stores.worldbook.parse import ParsedFile, parse_bytes
 from engine.stores.worldbook.segments import EntryTable, Rows, Segment, Snapshot, grow
 from engine.stores.worldbook.semantic import CONTENT_CHARS
 from engine.stores.worldbook.vectors import KeyVectors

@@ -10,7 +10,7 @@ position in the folded text is the same position in the original.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import ahocorasick
@@ -134,11 +134,14 @@ class KeywordMatcher:
         """(entry index, key) of every regex key."""
         return tuple((i, key) for i, key, _ in self._regexes)
 
-    def scan(self, text: str, budget: RegexBudget | None = None) -> list[KeyMatch]:
+    def scan(
+        self, text: str, budget: RegexBudget | None = None, live: Callable[[int], bool] | None = None
+    ) -> list[KeyMatch]:
         """Each (entry, key) found in `text` once, at its first acceptable position.
 
         Regex keys run within `budget` (a fresh default one when None): a key that times out
-        is recorded in it and does not match."""
+        is recorded in it and does not match. `live` skips the entries it rejects (replaced file
+        versions still in a segment) before their regexes spend any of the budget."""
         found: dict[tuple[int, str, bool], KeyMatch] = {}
         if not self._empty and text:
             for end, (length, slot) in self._automaton.iter(fold(text)):
@@ -149,13 +152,16 @@ class KeywordMatcher:
                         continue
                     found[ident] = KeyMatch(ref[0], ref[1], ref[2], start)
         if self._regexes and text:
-            self._scan_regexes(text, budget if budget is not None else RegexBudget(), found)
+            self._scan_regexes(text, budget if budget is not None else RegexBudget(), found, live)
         return list(found.values())
 
-    def _scan_regexes(self, text: str, budget: RegexBudget, found: dict[tuple[int, str, bool], KeyMatch]) -> None:
+    def _scan_regexes(
+        self, text: str, budget: RegexBudget, found: dict[tuple[int, str, bool], KeyMatch],
+        live: Callable[[int], bool] | None,
+    ) -> None:
         for entry, key, secondary in self._regexes:
             assert key.regex is not None
-            if (entry, key.text, secondary) in found:
+            if (entry, key.text, secondary) in found or (live is not None and not live(entry)):
                 continue
             allowed = budget.allowance()
             if allowed is None:

@@ -26,10 +26,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from engine.errors import EngineError
 from engine.fileio import UniqueKeyLoader, content_hash
 from engine.stores.worldbook.matcher import fold, is_word_char
+from engine.stores.worldbook.limits import DEFAULT_LIMITS, Limits, refuse_aliases_and_depth
 from engine.stores.worldbook.model import DEFAULT_ORDER, BookError, Entry, Key
 
 # libyaml when available: a 10,000-entry book parses several times faster than in pure Python.
-_EventLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class ExtendedEntry(BaseModel):
@@ -66,26 +66,6 @@ FIELDS = tuple(ExtendedEntry.model_fields)
 
 _REGEX_KEY = re.compile(r"^/(.+)/([A-Za-z]*)$", re.DOTALL)
 _REGEX_FLAGS = {"i": regex.IGNORECASE, "m": regex.MULTILINE, "s": regex.DOTALL, "x": regex.VERBOSE, "u": 0, "g": 0}
-
-# World-book files never need more than four levels (entries: / list / entry / keys); deeper
-# nesting is a mistake or an attack (100,000 `[` make libyaml's recursive composer overflow
-# the C stack), so it is refused before composing.
-MAX_DEPTH = 20
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Size caps for one world-book file; a file over them is reported, never half-loaded."""
-
-    max_file_bytes: int = 2 * 1024 * 1024
-    max_entry_chars: int = 5000
-    """Longest `content` (or simple-format description); the prompt's world-book budget is far smaller."""
-    max_key_chars: int = 500
-    """Longest key, regex source included."""
-
-
-DEFAULT_LIMITS = Limits()
-
 
 @dataclass(frozen=True)
 class ParsedFile:
@@ -136,7 +116,7 @@ def parse_text(
 ) -> tuple[list[Entry], list[BookError]]:
     """Entries and errors of one file's text; `file` is reported in errors, `name` prefixes uids."""
     try:
-        refused = _refuse_aliases_and_depth(text)
+        refused = refuse_aliases_and_depth(text)
         if refused is not None:
             return [], [BookError(file, *refused)]
         loader = UniqueKeyLoader(text)
@@ -174,28 +154,6 @@ def parse_text(
         )
     # A file with any error contributes nothing; the store keeps its last good version.
     return (parser.entries if not parser.errors else []), parser.errors
-
-
-def _refuse_aliases_and_depth(text: str) -> tuple[int, str] | None:
-    """(line, problem) for the first alias or over-deep nesting, from one pass over the events.
-
-    Aliases are refused outright: the formats never need them, and a few hundred bytes of
-    nested aliases expand to gigabytes (a "billion laughs"). The event pass is iterative and
-    linear in the text, so neither an alias bomb nor deep nesting costs anything here.
-    """
-    depth = 0
-    for event in yaml.parse(text, Loader=_EventLoader):
-        kind = type(event)
-        if kind is yaml.AliasEvent:
-            line = event.start_mark.line + 1
-            return line, "YAML anchors and aliases (&name, *name, <<) are not allowed in world-book files; write the value out"
-        if kind is yaml.SequenceStartEvent or kind is yaml.MappingStartEvent:
-            depth += 1
-            if depth > MAX_DEPTH:
-                return event.start_mark.line + 1, f"nested more than {MAX_DEPTH} levels deep; a world-book file needs at most 4"
-        elif kind is yaml.SequenceEndEvent or kind is yaml.MappingEndEvent:
-            depth -= 1
-    return None
 
 
 def _yaml_problem(exc: yaml.MarkedYAMLError, text: str, line: int | None) -> str:

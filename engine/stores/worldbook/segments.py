@@ -126,7 +126,7 @@ class Snapshot:
 
     def scan(self, text: str, budget: RegexBudget | None = None) -> list[KeyMatch]:
         """Every live (entry, key) found in `text`, over all segments."""
-        return [m for seg in self.segments for m in seg.matcher.scan(text, budget) if self.is_live(m.entry)]
+        return [m for seg in self.segments for m in seg.matcher.scan(text, budget, self.is_live) if self.is_live(m.entry)]
 
     def regex_keys(self) -> Iterator[tuple[Entry, Key]]:
         for seg in self.segments:

@@ -27,7 +27,7 @@ from engine.stores.base import Hit, Message, Query, Turn
 from engine.stores.worldbook.book import Book, Snapshot
 from engine.stores.worldbook.matcher import RegexBudget, secondary_ok
 from engine.stores.worldbook.model import BookError, Entry
-from engine.stores.worldbook.parse import Limits
+from engine.stores.worldbook.limits import Limits
 from engine.stores.worldbook.semantic import BACKGROUND, CALIBRATED, Calibration, agreement, baselines
 from engine.stores.worldbook.vectors import KeyVectors
 from engine.tokens import count_tokens
