@@ -39,6 +39,7 @@ def service_config(data_dir, base_url, *, token=TOKEN, **overrides):
         "data_dir": str(data_dir),
         "llm": {"backend": "openai", "base_url": base_url, "model": "fake-model", "max_retries": 0, "timeout_s": 2},
         "memory_llm": {"backend": "none"},
+        "service": {"allow_edit": True},  # these tests change facts through the API
         **overrides,
     }
     return load_config(overrides=raw, env={"KIOKU_API_TOKEN": token} if token else {})
@@ -410,6 +411,17 @@ class TestMemoryAPI:
         assert body["messages"][-1] == {"role": "user", "content": "缆车今天开吗？"}
         assert body["now"].startswith("2026-11-22T20:30:00+08:00")
         assert upstream.requests == []  # a preview calls no LLM
+
+    def test_changes_need_allow_edit(self, embedder, openai_server, tmp_path):
+        """A read-only service (the default) refuses every change to memory with 403 and keeps nothing."""
+        data_dir = copy_demo(tmp_path)
+        app = create_app(config=service_config(data_dir, openai_server.base_url, service={"allow_edit": False}),
+                         embedder=embedder)
+        with ServiceThread(app) as server:
+            base = f"{server.url}/v1/characters/xiaoyue/users/ivan/facts"
+            refused = httpx.post(base, headers=self.headers(), timeout=60, json={"text": "讨厌吃香菜"})
+            assert refused.status_code == 403 and refused.json()["error"]["code"] == "read_only"
+            assert httpx.get(base, headers=self.headers(), timeout=60).json() == []
 
     def test_facts_crud(self, svc):
         url, _, data_dir, _ = svc
