@@ -36,8 +36,13 @@ store.facts("u")  # open before the start signal, so the writes overlap
 (root / f"ready-{me}").touch()
 while not (root / "go").exists():
     time.sleep(0.01)
+ids = []
 for i in range(count):
-    store.add_fact("u", f"进程{me}记下的第{i}件事：编号{me * 1000 + i}", dedupe=False)
+    ids.append(store.add_fact("u", f"进程{me}记下的第{i}件事：编号{me * 1000 + i}", dedupe=False).id)
+    if i % 5 == 4:  # an update rewrites the whole file: the case a missing lock loses others' facts in
+        store.update_fact("u", ids[i - 2], f"进程{me}改过的第{i - 2}件事")
+    if i % 10 == 9:
+        store.delete_fact("u", ids[i - 4])
     if i % 10 == 0:
         store.facts("u")  # reads interleave with the other processes' writes
 store.close()
@@ -73,15 +78,25 @@ def test_concurrent_processes_lose_no_fact(tmp_path, embedder, processes):
                 p.wait()
     store = CoreMemoryStore(paths=CharacterPaths(root), config=CoreConfig(), embedder=embedder, llm=None,
                             prompts=Prompts("zh"), tz=TZ)
-    facts = store.facts("u")
-    expected = {f"进程{me}记下的第{i}件事：编号{me * 1000 + i}" for me in range(processes) for i in range(count)}
-    assert len(facts) == processes * count and {f.text for f in facts} == expected
-    assert len({f.id for f in facts}) == len(facts)
-    # Every fact is searchable (the index agrees with the file), and a fresh parse agrees too.
-    assert len(store.repo.user("u").index) == processes * count
+    facts = store.facts("u", include_deleted=True)
+    live, expected_deleted = {}, set()
+    for me in range(processes):
+        for i in range(count):
+            text = f"进程{me}记下的第{i}件事：编号{me * 1000 + i}"
+            if i % 5 == 2 and i + 2 < count:
+                text = f"进程{me}改过的第{i}件事"
+            if i % 10 == 5:
+                expected_deleted.add(text)
+            else:
+                live[text] = me
+    assert len(facts) == processes * count and len({f.id for f in facts}) == len(facts)  # no fact lost
+    assert {f.text for f in facts if f.live} == set(live)  # every update kept
+    assert {f.text for f in facts if not f.live} == expected_deleted  # every delete kept
+    # Every live fact is searchable (the index agrees with the file), and a fresh parse agrees too.
+    assert len(store.repo.user("u").index) == len(live)
     (root / ".cache").rename(tmp_path / "old-cache")
     fresh = CoreMemoryStore(paths=CharacterPaths(root), config=CoreConfig(), embedder=embedder, llm=None,
                             prompts=Prompts("zh"), tz=TZ)
-    assert fresh.facts("u") == facts
+    assert fresh.facts("u", include_deleted=True) == facts
     store.close()
     fresh.close()
