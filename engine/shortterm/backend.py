@@ -173,6 +173,13 @@ class FileBackend:
             self._rewrite(user_id, chat_id, state.messages[n:])
         return True
 
+    def replace(self, user_id: str, messages: list[WindowMessage], brain: Brain, *, chat_id: str = DEFAULT_CHAT) -> None:
+        """Write a whole window (a restore, e.g. `kioku db export`): not a path turns take."""
+        _, brain_file = self.files(user_id, chat_id)
+        with self.lock(user_id):
+            atomic_write_text(brain_file, brain_to_yaml(brain))
+            self._rewrite(user_id, chat_id, list(messages))
+
     def remove(self, user_id: str, ids: Collection[str], *, chat_id: str = DEFAULT_CHAT) -> int:
         wanted = set(ids)
         with self.lock(user_id):

@@ -41,6 +41,8 @@ class CoreMemoryStore:
     """The core-memory tier. `name` is also its template (`prompts/<lang>/core.txt`) and budget key."""
 
     name = "core"
+    needs_vector = True
+    """Facts are found by meaning only: when the embedder fails the reader skips and names this store."""
 
     def __init__(
         self,

@@ -18,7 +18,6 @@ from collections import ChainMap
 from dataclasses import dataclass
 from pathlib import Path
 
-import faiss
 import numpy as np
 
 from engine.errors import EmbedderError
@@ -33,9 +32,6 @@ from engine.stores.worldbook.vectors import KeyVectors
 log = logging.getLogger(__name__)
 
 SUFFIXES = (".yaml", ".yml")
-
-# Single queries are ~3x slower with 2 OpenMP threads on small machines; the index is small.
-faiss.omp_set_num_threads(1)
 
 StatKey = tuple[int, int, int, int]
 
