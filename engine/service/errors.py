@@ -13,6 +13,7 @@ import logging
 import os
 import re
 import secrets
+from dataclasses import dataclass
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -67,33 +68,63 @@ def error_response(status: int, message: str, *, kind: str, code: str | None = N
                              headers=headers)
 
 
+@dataclass(frozen=True)
+class Route:
+    """How one exception class answers. `message` is formatted with `exc` and `name` (its class name);
+    every message is shown through `redact_paths`."""
+
+    status: int
+    code: str | None
+    kind: str = "invalid_request_error"
+    message: str = "{exc}"
+    logged: bool = False
+    """Server-side faults are logged with the request path; the client's mistakes are not."""
+    retry: bool = False
+    """Answer `Retry-After: 1`: the condition is passing (busy, shutting down, a backend reconnecting)."""
+
+
+ROUTES: dict[type[BaseException], Route] = {
+    InvalidIdError: Route(400, "invalid_id"),
+    FactTextError: Route(400, "bad_fact_text"),
+    StoreDisabledError: Route(404, "store_disabled"),
+    TurnNotFoundError: Route(404, "turn_not_found"),
+    FactNotFoundError: Route(404, "fact_not_found"),
+    DataFileError: Route(500, "data_file", "server_error", "a data file cannot be read: {exc}", logged=True),
+    FactStoreBusyError: Route(503, "busy", "server_error", retry=True),
+    ShuttingDownError: Route(503, "shutting_down", "server_error",
+                             "the service is shutting down; retry on another worker", retry=True),
+    EngineError: Route(500, None, "server_error", "{name}: {exc}", logged=True),
+}
+"""Error class -> answer; the most specific class in an exception's MRO wins."""
+
+try:
+    from engine.shortterm.redis_backend import RedisBackendError
+except ImportError:  # the redis client is not installed; the file backend needs none
+    pass
+else:
+    ROUTES[RedisBackendError] = Route(503, "short_term_unavailable", "server_error", logged=True)
+
+
+def route_for(exc: BaseException) -> Route | None:
+    return next((ROUTES[c] for c in type(exc).__mro__ if c in ROUTES), None)
+
+
 def install_error_handlers(app: FastAPI, *, data_dir: Path | None = None) -> None:
-    def public(text: str) -> str:
-        return redact_paths(text, data_dir=data_dir)
+    async def _routed(request: Request, exc: Exception) -> JSONResponse:
+        route = route_for(exc)
+        assert route is not None  # registered only for the classes in ROUTES
+        if route.logged:
+            log.error("%s on %s: %s", type(exc).__name__, request.url.path, exc)
+        message = redact_paths(route.message.format(exc=exc, name=type(exc).__name__), data_dir=data_dir)
+        return error_response(route.status, message, kind=route.kind, code=route.code,
+                              headers={"Retry-After": "1"} if route.retry else None)
+
+    for cls in ROUTES:
+        app.add_exception_handler(cls, _routed)
 
     @app.exception_handler(ServiceError)
     async def _service(request: Request, exc: ServiceError) -> JSONResponse:
         return error_response(exc.status, exc.message, kind=exc.kind, code=exc.code, headers=exc.headers)
-
-    @app.exception_handler(InvalidIdError)
-    async def _invalid_id(request: Request, exc: InvalidIdError) -> JSONResponse:
-        return error_response(400, str(exc), kind="invalid_request_error", code="invalid_id")
-
-    @app.exception_handler(DataFileError)
-    async def _data_file(request: Request, exc: DataFileError) -> JSONResponse:
-        log.error("data file error on %s: %s", request.url.path, exc)
-        return error_response(500, public(f"a data file cannot be read: {exc}"), kind="server_error", code="data_file")
-
-    try:
-        from engine.shortterm.redis_backend import RedisBackendError
-    except ImportError:  # the redis client is not installed; the file backend needs none
-        pass
-    else:
-
-        @app.exception_handler(RedisBackendError)
-        async def _redis(request: Request, exc: RedisBackendError) -> JSONResponse:
-            log.error("redis error on %s: %s", request.url.path, exc)
-            return error_response(503, str(exc), kind="server_error", code="short_term_unavailable")
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -107,36 +138,6 @@ def install_error_handlers(app: FastAPI, *, data_dir: Path | None = None) -> Non
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return error_response(exc.status_code, str(exc.detail), kind="invalid_request_error",
                               headers=getattr(exc, "headers", None))
-
-    @app.exception_handler(StoreDisabledError)
-    async def _store_off(request: Request, exc: StoreDisabledError) -> JSONResponse:
-        return error_response(404, str(exc), kind="invalid_request_error", code="store_disabled")
-
-    @app.exception_handler(TurnNotFoundError)
-    async def _no_turn(request: Request, exc: TurnNotFoundError) -> JSONResponse:
-        return error_response(404, str(exc), kind="invalid_request_error", code="turn_not_found")
-
-    @app.exception_handler(FactNotFoundError)
-    async def _no_fact(request: Request, exc: FactNotFoundError) -> JSONResponse:
-        return error_response(404, str(exc), kind="invalid_request_error", code="fact_not_found")
-
-    @app.exception_handler(FactTextError)
-    async def _bad_fact(request: Request, exc: FactTextError) -> JSONResponse:
-        return error_response(400, str(exc), kind="invalid_request_error", code="bad_fact_text")
-
-    @app.exception_handler(FactStoreBusyError)
-    async def _busy(request: Request, exc: FactStoreBusyError) -> JSONResponse:
-        return error_response(503, str(exc), kind="server_error", code="busy", headers={"Retry-After": "1"})
-
-    @app.exception_handler(ShuttingDownError)
-    async def _shutting_down(request: Request, exc: ShuttingDownError) -> JSONResponse:
-        return error_response(503, "the service is shutting down; retry on another worker", kind="server_error",
-                              code="shutting_down", headers={"Retry-After": "1"})
-
-    @app.exception_handler(EngineError)
-    async def _engine(request: Request, exc: EngineError) -> JSONResponse:
-        log.error("engine error on %s: %s: %s", request.url.path, type(exc).__name__, exc)
-        return error_response(500, public(f"{type(exc).__name__}: {exc}"), kind="server_error")
 
     # Deliberately no handler for Exception: Starlette runs that one in ServerErrorMiddleware, which
     # re-raises after answering, and uvicorn then drops the keep-alive connection. `CatchAll` answers instead.
