@@ -14,7 +14,6 @@ The sync methods are the implementation; the async ones run them in a thread.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 import secrets
@@ -50,12 +49,10 @@ from engine.shortterm import DEFAULT_CHAT, ShortTermMemory, validate_chat_id
 from engine.shortterm.turns import RecentTurn, history_window, recent_turns
 from engine.stores.base import Hit, Message, Store, Turn
 from engine.tokens import count_tokens, truncate_tokens
+from engine.twins import in_thread
 from engine.worker import JobError, Worker
 
 log = logging.getLogger(__name__)
-
-
-
 
 @dataclass(frozen=True)
 class PromptResult:
@@ -223,18 +220,7 @@ class MemoryOrchestrator:
             timings_ms=timings, diagnostics=tuple(diagnostics), now=now, query_text=query_text,
         )
 
-    async def abuild_prompt(
-        self,
-        message: str,
-        *,
-        user_id: str,
-        chat_id: str | None = None,
-        history: Sequence[Mapping[str, Any]] | None = None,
-        now: datetime | None = None,
-    ) -> PromptResult:
-        return await asyncio.to_thread(
-            self.build_prompt, message, user_id=user_id, chat_id=chat_id, history=history, now=now
-        )
+    abuild_prompt = in_thread(build_prompt)
 
     def _retrieve_all(
         self, message: str, *, user_id: str, now: datetime, recent: Sequence[Message], text: str
@@ -274,21 +260,7 @@ class MemoryOrchestrator:
         self.journal.record(turn, replaces=replaces)
         return turn
 
-    async def arecord_turn(
-        self,
-        user_message: str,
-        assistant_message: str,
-        *,
-        user_id: str,
-        chat_id: str | None = None,
-        at: datetime | None = None,
-        turn_id: str | None = None,
-        replaces: str | None = None,
-    ) -> Turn:
-        return await asyncio.to_thread(
-            self.record_turn, user_message, assistant_message, user_id=user_id, chat_id=chat_id, at=at,
-            turn_id=turn_id, replaces=replaces,
-        )
+    arecord_turn = in_thread(record_turn)
 
     def forget_turn(self, turn_id: str, *, user_id: str) -> None:
         """Take a turn back: out of its window now (durably journaled), then out of every store
@@ -297,8 +269,7 @@ class MemoryOrchestrator:
         validate_id(user_id, kind="user id")
         self.journal.forget(user_id, _turn_id(turn_id))
 
-    async def aforget_turn(self, turn_id: str, *, user_id: str) -> None:
-        await asyncio.to_thread(self.forget_turn, turn_id, user_id=user_id)
+    aforget_turn = in_thread(forget_turn)
 
     def recent_turns(self, user_id: str, *, chat_id: str | None = None, n: int = 2) -> tuple[RecentTurn, ...]:
         """The last `n` recorded turns still in the chat's window, oldest first (regenerate detection)."""
@@ -306,8 +277,7 @@ class MemoryOrchestrator:
         chat = _chat(chat_id)
         return recent_turns(self.short_term.state(user_id, chat_id=chat).messages, n)
 
-    async def arecent_turns(self, user_id: str, *, chat_id: str | None = None, n: int = 2) -> tuple[RecentTurn, ...]:
-        return await asyncio.to_thread(self.recent_turns, user_id, chat_id=chat_id, n=n)
+    arecent_turns = in_thread(recent_turns)
 
     @functools.cached_property
     def admin(self) -> MemoryAdmin:
@@ -338,8 +308,7 @@ class MemoryOrchestrator:
         True if that happened within `timeout`."""
         return self.worker.flush(timeout)
 
-    async def aflush(self, timeout: float | None = None) -> bool:
-        return await asyncio.to_thread(self.flush, timeout)
+    aflush = in_thread(flush)
 
     @property
     def background_errors(self) -> list[JobError]:
@@ -392,8 +361,6 @@ class MemoryOrchestrator:
         n = self.config.retrieval.query_recent_turns * 2
         context = [m["content"] for m in recent[-n:]] if n else []
         return "\n".join([message, *context])
-
-
 
 
 def _turn_id(value: object) -> str:
