@@ -95,6 +95,19 @@ def install_error_handlers(app: FastAPI, *, data_dir: Path | None = None) -> Non
             log.error("redis error on %s: %s", request.url.path, exc)
             return error_response(503, str(exc), kind="server_error", code="short_term_unavailable")
 
+    from engine.storage.errors import SchemaError, StorageUnavailableError
+
+    @app.exception_handler(StorageUnavailableError)
+    async def _storage_down(request: Request, exc: StorageUnavailableError) -> JSONResponse:
+        log.error("storage unavailable on %s: %s", request.url.path, exc)
+        return error_response(503, public(f"the memory database is unavailable: {exc}"), kind="server_error",
+                              code="storage_unavailable", headers={"Retry-After": "5"})
+
+    @app.exception_handler(SchemaError)
+    async def _storage_schema(request: Request, exc: SchemaError) -> JSONResponse:
+        log.error("storage schema on %s: %s", request.url.path, exc)
+        return error_response(503, str(exc), kind="server_error", code="storage_schema")
+
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
         parts = []
