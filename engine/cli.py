@@ -213,6 +213,11 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from engine.service.run import serve
 
+    from engine.storage.cli_db import storage_line
+
+    line = storage_line(_config(args))  # Postgres: down, or an older/newer schema, stops the start here
+    if line:
+        print(line, file=sys.stderr, flush=True)
     serve(args.config, host=args.host, port=args.port, workers=args.workers, data_dir=args.data_dir)
     return 0
 
@@ -313,6 +318,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="worker processes (more than 1 needs short_term.backend: redis)")
     _common(p, user=False)
     COMMANDS["serve"] = (p, cmd_serve)
+
+    from engine.storage import cli_db
+
+    COMMANDS["db"] = cli_db.add_parser(sub, _command, _common)
     return parser
 
 

@@ -229,6 +229,27 @@ class ServiceConfig(_Strict):
     (a frontend's title/summary/tag request): passed upstream without memory, never recorded."""
 
 
+class StorageConfig(_Strict):
+    backend: Literal["files", "postgres"] = "files"
+    """files: everything under data_dir (one machine). postgres: diary turns and their search
+    index, core facts with history, the window and summary, and the journal's job queue in one
+    PostgreSQL shared by every worker on every host (the world book stays files)."""
+    url: str = ""
+    """postgres only: `postgresql://user@host:5432/kioku` or libpq `host=... dbname=...`, never
+    with a password (refused when the pool opens, without echoing it): the password is read from
+    the variable named by `password_env`, or libpq's own PGPASSWORD."""
+    password_env: str = "KIOKU_PG_PASSWORD"
+    pool_size: int = Field(default=10, ge=1)
+    """Connections per worker process."""
+    connect_timeout_s: float = Field(default=3.0, gt=0)
+    """A request waits at most this long for the database before it fails with 503."""
+    statement_timeout_ms: int = Field(default=30_000, ge=100)
+    job_lease_s: float = Field(default=60.0, gt=0)
+    """A background job whose worker died is taken over by another one after this long."""
+    poll_interval_s: float = Field(default=1.0, gt=0)
+    """How often a worker looks for jobs other workers recorded (or left behind)."""
+
+
 class EngineConfig(_Strict):
     language: Literal["zh", "en"] = "zh"
     timezone: str = "Asia/Shanghai"
@@ -244,6 +265,7 @@ class EngineConfig(_Strict):
     core: CoreConfig = CoreConfig()
     world_book: WorldBookConfig = WorldBookConfig()
     service: ServiceConfig = ServiceConfig()
+    storage: StorageConfig = StorageConfig()
 
     @property
     def effective_memory_llm(self) -> LLMConfig:

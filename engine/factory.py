@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from engine.adapters.embed_cache import CachedEmbedder
@@ -21,8 +22,10 @@ from engine.errors import ConfigError
 from engine.fake_openai import echo_rule
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
-from engine.shortterm import FileBackend, ShortTermBackend
+from engine.journal import Journal, JournalPolicy
+from engine.shortterm import FileBackend, ShortTermBackend, ShortTermMemory
 from engine.stores.base import Store
+from engine.worker import Worker
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +95,37 @@ def make_short_term_backend(config: EngineConfig, paths: CharacterPaths) -> Shor
         from engine.shortterm.redis_backend import RedisBackend
 
         return RedisBackend(paths=paths, config=config.short_term)
+    if config.storage.backend == "postgres":
+        from engine.storage.postgres.backend import open_backend
+        from engine.storage.postgres.shortterm import PgShortTermBackend
+
+        backend = open_backend(config.storage)
+        return PgShortTermBackend(backend.db, paths.root.name, owners=backend.owners(paths.root.name))
     return FileBackend(paths)
+
+
+def make_journal(
+    config: EngineConfig,
+    paths: CharacterPaths,
+    *,
+    short_term: ShortTermMemory,
+    stores: Sequence[Store],
+    worker: Worker,
+    policy: JournalPolicy,
+) -> Journal:
+    """The durable journal and job queue: per-user files, or the database's shared queue."""
+    if config.storage.backend == "postgres":
+        from engine.storage.postgres.backend import open_backend
+        from engine.storage.postgres.journal import PgJournal
+        from engine.storage.postgres.runner import PgJournalRunner
+
+        backend = open_backend(config.storage)
+        queue = PgJournal(backend.db, paths.root.name, owners=backend.owners(paths.root.name),
+                          lease_s=config.storage.job_lease_s, backoff_s=policy.retry_base_s,
+                          max_backoff_s=policy.retry_max_s)
+        return PgJournalRunner(queue, short_term=short_term, stores=stores, worker=worker, policy=policy,  # type: ignore[return-value]
+                               poll_interval_s=config.storage.poll_interval_s)
+    return Journal(paths, short_term=short_term, stores=stores, worker=worker, policy=policy)
 
 
 def make_stores(
@@ -108,6 +141,19 @@ def make_stores(
     tz = make_timezone(config.timezone)
     caps = config.retrieval.caps
     stores: list[Store] = []
+    if config.storage.backend == "postgres":
+        from engine.storage.postgres.backend import open_backend
+        from engine.storage.postgres.stores import PgCoreStore, PgDiaryStore
+
+        backend = open_backend(config.storage)
+        backend.check_dim(embedder.dim)
+        if config.diary.enabled:
+            stores.append(PgDiaryStore(backend=backend, paths=paths, config=config.diary, embedder=embedder,
+                                       llm=memory_llm, tz=tz, prompts=prompts, budget_tokens=caps.diary))
+        if config.core.enabled:
+            stores.append(PgCoreStore(backend=backend, paths=paths, config=config.core, embedder=embedder,
+                                      llm=memory_llm, prompts=prompts, tz=tz))
+        return stores + _world_book(config, paths=paths, embedder=embedder, prompts=prompts)
     if config.diary.enabled:
         from engine.stores.diary import DiaryStore
 
@@ -123,14 +169,15 @@ def make_stores(
         stores.append(
             CoreMemoryStore(paths=paths, config=config.core, embedder=embedder, llm=memory_llm, prompts=prompts, tz=tz)
         )
-    if config.world_book.enabled:
-        from engine.stores.worldbook import WorldBookStore
+    return stores + _world_book(config, paths=paths, embedder=embedder, prompts=prompts)
 
-        stores.append(
-            WorldBookStore(
-                paths=paths, config=config.world_book, embedder=embedder, prompts=prompts,
-                budget_tokens=caps.world_book,
-            )
-        )
-    return stores
+
+def _world_book(config: EngineConfig, *, paths: CharacterPaths, embedder: Embedder, prompts: Prompts) -> list[Store]:
+    """The world book: always files (authors edit them), whatever the storage backend."""
+    if not config.world_book.enabled:
+        return []
+    from engine.stores.worldbook import WorldBookStore
+
+    return [WorldBookStore(paths=paths, config=config.world_book, embedder=embedder, prompts=prompts,
+                           budget_tokens=config.retrieval.caps.world_book)]
 

@@ -33,6 +33,7 @@ from engine.config import EngineConfig, open_config
 from engine.errors import InvalidIdError
 from engine.factory import (
     cached_embedder,
+    make_journal,
     make_llm,
     make_short_term_backend,
     make_stores,
@@ -40,7 +41,7 @@ from engine.factory import (
 )
 from engine.fifo import ShuttingDownError
 from engine.fusion import Budget, assemble
-from engine.journal import Journal, JournalPolicy, JournalStatus
+from engine.journal import JournalPolicy, JournalStatus
 from engine.persona import opening_lines, persona_text, time_text
 from engine.paths import CharacterPaths, validate_id
 from engine.prompts import Prompts
@@ -105,7 +106,8 @@ class MemoryOrchestrator:
         self._closed = False
         self._reader = Reader(self.stores, embedder, config.retrieval)
         self._names = {"user": character.user_name, "char": character.name}
-        self.journal = Journal(paths, short_term=short_term, stores=self.stores, worker=worker, policy=journal_policy)
+        self.journal = make_journal(config, paths, short_term=short_term, stores=self.stores, worker=worker,
+                                    policy=journal_policy)
         # jionlp (time parsing, sentence splitting) takes ~0.8 s to load, tiktoken's encoding
         # ~0.3 s and the embedder's first call ~0.2 s: pay them in the background, so opening stays fast and the first message
         # usually finds them ready.

@@ -86,6 +86,7 @@ OPERATOR_KEYS: frozenset[str] = frozenset({
     "retrieval.max_query_chars",
     "core.max_pending_turns",
     "service",
+    "storage",
 })
 
 README_SECTION = 'README: "What a character folder may change"'

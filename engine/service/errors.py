@@ -25,6 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from engine.errors import DataFileError, EngineError, InvalidIdError
 from engine.admin import StoreDisabledError, TurnNotFoundError
 from engine.fifo import ShuttingDownError
+from engine.storage.errors import SchemaError, StorageUnavailableError
 from engine.stores.core import FactNotFoundError, FactStoreBusyError, FactTextError
 
 log = logging.getLogger(__name__)
@@ -79,8 +80,8 @@ class Route:
     message: str = "{exc}"
     logged: bool = False
     """Server-side faults are logged with the request path; the client's mistakes are not."""
-    retry: bool = False
-    """Answer `Retry-After: 1`: the condition is passing (busy, shutting down, a backend reconnecting)."""
+    retry_after: int | None = None
+    """Seconds for `Retry-After`: the condition is passing (busy, shutting down, a backend reconnecting)."""
 
 
 ROUTES: dict[type[BaseException], Route] = {
@@ -90,9 +91,12 @@ ROUTES: dict[type[BaseException], Route] = {
     TurnNotFoundError: Route(404, "turn_not_found"),
     FactNotFoundError: Route(404, "fact_not_found"),
     DataFileError: Route(500, "data_file", "server_error", "a data file cannot be read: {exc}", logged=True),
-    FactStoreBusyError: Route(503, "busy", "server_error", retry=True),
+    FactStoreBusyError: Route(503, "busy", "server_error", retry_after=1),
     ShuttingDownError: Route(503, "shutting_down", "server_error",
-                             "the service is shutting down; retry on another worker", retry=True),
+                             "the service is shutting down; retry on another worker", retry_after=1),
+    StorageUnavailableError: Route(503, "storage_unavailable", "server_error",
+                                   "the memory database is unavailable: {exc}", logged=True, retry_after=5),
+    SchemaError: Route(503, "storage_schema", "server_error", logged=True),
     EngineError: Route(500, None, "server_error", "{name}: {exc}", logged=True),
 }
 """Error class -> answer; the most specific class in an exception's MRO wins."""
@@ -117,7 +121,7 @@ def install_error_handlers(app: FastAPI, *, data_dir: Path | None = None) -> Non
             log.error("%s on %s: %s", type(exc).__name__, request.url.path, exc)
         message = redact_paths(route.message.format(exc=exc, name=type(exc).__name__), data_dir=data_dir)
         return error_response(route.status, message, kind=route.kind, code=route.code,
-                              headers={"Retry-After": "1"} if route.retry else None)
+                              headers=None if route.retry_after is None else {"Retry-After": str(route.retry_after)})
 
     for cls in ROUTES:
         app.add_exception_handler(cls, _routed)

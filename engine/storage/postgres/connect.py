@@ -21,11 +21,8 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from engine.errors import ConfigError, EngineError
-
-
-class StorageUnavailableError(EngineError, ConnectionError):
-    """The database cannot be reached (down, network, pool exhausted past the timeout)."""
+from engine.errors import ConfigError
+from engine.storage.errors import StorageUnavailableError
 
 
 @dataclass(frozen=True)

@@ -44,13 +44,19 @@ class StoredTurn:
         """The day in the turn's own zone (the files backend's day file)."""
         return self.at.date()
 
+    @property
+    def dates(self) -> tuple[tuple[str, str], ...]:
+        """The resolved dates as the diary entry holds them: (expression, date) pairs."""
+        return tuple((str(d.get("text", "")), str(d.get("date", ""))) for d in self.resolved_dates)
+
     def to_entry(self) -> DiaryEntry:
-        return DiaryEntry(id=self.id, at=self.at, tag=self.tag, user=self.user, assistant=self.assistant)
+        return DiaryEntry(id=self.id, at=self.at, tag=self.tag, user=self.user, assistant=self.assistant,
+                          dates=self.dates)
 
     @classmethod
     def from_entry(cls, entry: DiaryEntry, *, chat_id: str = "default") -> "StoredTurn":
         return cls(id=entry.id, at=entry.at, user=entry.user, assistant=entry.assistant, tag=entry.tag,
-                   chat_id=chat_id)
+                   chat_id=chat_id, resolved_dates=tuple({"text": t, "date": d} for t, d in entry.dates))
 
 
 _COLUMNS = "turn_id, at, at_off, user_text, assistant_text, tag, chat_id, resolved_dates, deleted_at"
@@ -109,6 +115,25 @@ class PgDiaryTurns:
             row = conn.execute(f"SELECT {_COLUMNS} FROM diary_turns WHERE owner_id = %s AND turn_id = %s",
                                (owner, turn_id)).fetchone()
             return None if row is None else _row_to_turn(row)
+
+    def get_many(self, user_id: str, turn_ids: Sequence[str]) -> dict[str, StoredTurn]:
+        """The live turns among `turn_ids`, by id (search results -> texts)."""
+        with self.db.tx() as conn:
+            owner = self.owners.get(conn, user_id, create=False)
+            if owner is None or not turn_ids:
+                return {}
+            rows = conn.execute(f"SELECT {_COLUMNS} FROM diary_turns WHERE owner_id = %s AND turn_id = ANY(%s) "
+                                "AND deleted_at IS NULL", (owner, list(turn_ids))).fetchall()
+            return {t.id: t for t in map(_row_to_turn, rows)}
+
+    def day_counts(self, user_id: str) -> list[tuple[date, int]]:
+        with self.db.tx() as conn:
+            owner = self.owners.get(conn, user_id, create=False)
+            if owner is None:
+                return []
+            return [tuple(r) for r in conn.execute(
+                "SELECT local_day, count(*) FROM diary_turns WHERE owner_id = %s AND deleted_at IS NULL "
+                "GROUP BY local_day ORDER BY local_day", (owner,)).fetchall()]
 
     def range(self, user_id: str, start: datetime, end: datetime, *, limit: int | None = None) -> list[StoredTurn]:
         """Live turns with start <= time < end, chronological (an index range scan)."""

@@ -33,7 +33,11 @@ class FactMissingError(EngineError, KeyError):
 
 
 def _lock(conn: psycopg.Connection, owner: int) -> None:
+    """The user's fact-write lock until commit; the write bumps the user's version, so workers
+    that keep the facts in memory reload them."""
     conn.execute("SELECT pg_advisory_xact_lock(%s)", (int(owner) * 8 + _FACTS_LOCK,))
+    conn.execute("INSERT INTO core_state (owner_id, version) VALUES (%s, 1) "
+                 "ON CONFLICT (owner_id) DO UPDATE SET version = core_state.version + 1", (owner,))
 
 
 _FACT_COLUMNS = ("fact_id, text, learned_at, learned_off, updated_at, updated_off, source_turns, deleted_at, "
@@ -73,11 +77,12 @@ class PgFacts:
         rows = conn.execute(f"SELECT {_FACT_COLUMNS} FROM facts WHERE {where} ORDER BY pos", params).fetchall()
         history: dict[str, list[Revision]] = {}
         hist_where = "owner_id = %s" + (" AND fact_id = %s" if fact_id is not None else "")
-        for fid, text, until, off, change in conn.execute(
-            f"SELECT fact_id, text, until, until_off, change FROM fact_history WHERE {hist_where} ORDER BY fact_id, n",
-            params,
+        for fid, text, until, off, change, by in conn.execute(
+            f"SELECT fact_id, text, until, until_off, change, by_turns FROM fact_history WHERE {hist_where} "
+            "ORDER BY fact_id, n", params,
         ):
-            history.setdefault(fid, []).append(Revision(text=text, until=join_time(until, off), change=change))
+            history.setdefault(fid, []).append(Revision(text=text, until=join_time(until, off), change=change,
+                                                        by=tuple(by)))
         return [_fact(row, history.get(row[0], ())) for row in rows]
 
     # -- writing ----------------------------------------------------------------------------
@@ -192,8 +197,9 @@ class PgFacts:
                     added += 1
                     for n, rev in enumerate(fact.history, start=1):
                         until, t_off = split_time(rev.until, what=f"fact {fact.id!r} history")
-                        cur.execute("INSERT INTO fact_history (owner_id, fact_id, n, text, until, until_off, change) "
-                                    "VALUES (%s, %s, %s, %s, %s, %s, %s)", (owner, fact.id, n, rev.text, until, t_off, rev.change))
+                        cur.execute("INSERT INTO fact_history (owner_id, fact_id, n, text, until, until_off, change, "
+                                    "by_turns) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                                    (owner, fact.id, n, rev.text, until, t_off, rev.change, list(rev.by)))
         return added
 
     # -- helpers ------------------------------------------------------------------------------
@@ -227,10 +233,10 @@ class PgFacts:
     def _push_history(conn: psycopg.Connection, owner: int, fact_id: str, text: str, until: datetime, off: int,
                       change: str, by_turn: str | None) -> None:
         conn.execute(
-            "INSERT INTO fact_history (owner_id, fact_id, n, text, until, until_off, change, by_turn) "
-            "SELECT %s, %s, coalesce(max(n), 0) + 1, %s, %s, %s, %s, %s FROM fact_history "
+            "INSERT INTO fact_history (owner_id, fact_id, n, text, until, until_off, change, by_turn, by_turns) "
+            "SELECT %s, %s, coalesce(max(n), 0) + 1, %s, %s, %s, %s, %s, %s FROM fact_history "
             "WHERE owner_id = %s AND fact_id = %s",
-            (owner, fact_id, text, until, off, change, by_turn, owner, fact_id))
+            (owner, fact_id, text, until, off, change, by_turn, [by_turn] if by_turn else [], owner, fact_id))
 
 
 class _TakenIds:

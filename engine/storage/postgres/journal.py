@@ -66,6 +66,31 @@ class JobProblem:
     next_attempt_at: datetime
 
 
+@dataclass(frozen=True)
+class OpenJob:
+    """A job not done yet, as `open_jobs` lists it (status, diagnostics)."""
+
+    user_id: str
+    turn_id: str
+    name: str
+    state: str
+    """`pending` (waiting, maybe after a failure) or `running` (claimed by a worker)."""
+    attempts: int
+    last_error: str | None
+    created_at: datetime
+    next_attempt_at: datetime
+
+
+def _take_back(conn, owner: int, turn_id: str) -> None:
+    """A forgotten (or replaced) turn: out of every chat's window, its unstarted record jobs
+    cancelled (the stores' forget jobs undo whatever did run)."""
+    conn.execute("DELETE FROM window_messages WHERE owner_id = %s AND msg_id = ANY(%s)",
+                 (owner, [f"{turn_id}:u", f"{turn_id}:a"]))
+    conn.execute("UPDATE jobs SET state = 'done', done_at = now(), last_error = 'cancelled: the turn was forgotten' "
+                 "WHERE owner_id = %s AND turn_id = %s AND state = 'pending' AND name LIKE %s",
+                 (owner, turn_id, "%.record"))
+
+
 def default_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
@@ -96,6 +121,8 @@ class PgJournal:
                 (owner, turn.turn_id, turn.chat_id, at, off, turn.user, turn.assistant, turn.replaces)).rowcount == 1
             if not new:
                 return False
+            if turn.replaces:
+                _take_back(conn, owner, turn.replaces)
             if window:
                 append_in(conn, owner, window, chat_id=turn.chat_id)
             names = list(dict.fromkeys((["forget"] if turn.replaces else []) + list(jobs)))
@@ -104,6 +131,33 @@ class PgJournal:
                     cur.execute("INSERT INTO jobs (owner_id, turn_id, name, ordered) VALUES (%s, %s, %s, %s) "
                                 "ON CONFLICT DO NOTHING", (owner, turn.turn_id, name, name in ordered))
             return True
+
+    def forget(self, user_id: str, turn_id: str, *, jobs: Sequence[str]) -> None:
+        """Take a turn back durably (one transaction): out of every chat's window now, its
+        unstarted record jobs cancelled, and `jobs` (each store's forget) enqueued. A turn this
+        journal never recorded (imported) gets a stub row: recording its id later stays a no-op."""
+        with self.db.tx() as conn:
+            owner = self.owners.get(conn, user_id)
+            conn.execute(
+                "INSERT INTO journal_turns (owner_id, turn_id, chat_id, at, at_off, user_text, assistant_text) "
+                "VALUES (%s, %s, 'default', now(), 0, '', '') ON CONFLICT DO NOTHING", (owner, turn_id))
+            _take_back(conn, owner, turn_id)
+            with conn.cursor() as cur:
+                for name in jobs:
+                    cur.execute("INSERT INTO jobs (owner_id, turn_id, name) VALUES (%s, %s, %s) "
+                                "ON CONFLICT (owner_id, turn_id, name) DO UPDATE SET state = 'pending', "
+                                "next_attempt_at = now(), lease_until = NULL WHERE jobs.state = 'done'",
+                                (owner, turn_id, name))
+
+    def open_jobs(self, user_id: str | None = None, *, limit: int = 1000) -> list[OpenJob]:
+        """Unfinished jobs (of one user, or of the character), oldest first."""
+        with self.db.tx() as conn:
+            rows = conn.execute(
+                "SELECT o.user_id, j.turn_id, j.name, j.state, j.attempts, j.last_error, j.created_at, j.next_attempt_at "
+                "FROM jobs j JOIN owners o ON o.id = j.owner_id WHERE o.character_id = %s "
+                "AND (%s::text IS NULL OR o.user_id = %s) AND j.state <> 'done' ORDER BY j.id LIMIT %s",
+                (self.character_id, user_id, user_id, limit)).fetchall()
+        return [OpenJob(*r) for r in rows]
 
     def claim(self, *, limit: int = 1, names: Sequence[str] | None = None) -> list[Job]:
         """Take up to `limit` ready jobs (due, or whose lease ran out) for this worker."""

@@ -199,6 +199,28 @@ def _v1(conn: psycopg.Connection, ctx: Context) -> None:
         conn.execute(f"ALTER TABLE turn_search ADD COLUMN embedding vector({int(ctx.dim)})")
 
 
+# v2: what the core store needs to run on this backend (not only hold imported facts): a
+# revision may be a `forget` (a regenerated turn withdrawn) and names every turn that made it;
+# per user a version (bumped by every fact write, so a worker reloads only after a change) and
+# the turns waiting for a memory-LLM retry (the files backend's core_pending.json).
+_V2 = """
+ALTER TABLE fact_history DROP CONSTRAINT fact_history_change_check;
+ALTER TABLE fact_history ADD CONSTRAINT fact_history_change_check CHECK (change IN ('update', 'delete', 'forget'));
+ALTER TABLE fact_history ADD COLUMN by_turns text[] NOT NULL DEFAULT '{}';
+UPDATE fact_history SET by_turns = ARRAY[by_turn] WHERE by_turn IS NOT NULL;
+CREATE TABLE core_state (
+    owner_id bigint PRIMARY KEY REFERENCES owners (id),
+    version  bigint NOT NULL DEFAULT 0,
+    pending  jsonb  NOT NULL DEFAULT '[]'
+);
+"""
+
+
+def _v2(conn: psycopg.Connection, ctx: Context) -> None:
+    conn.execute(_V2)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "owners, diary turns + search index, facts + history, window, journal + jobs", _v1),
+    Migration(2, "core facts: forget revisions, revision turns, per-user version and pending turns", _v2),
 )

@@ -32,29 +32,35 @@ class Owners:
             cached = self._ids.get(user_id)
         if cached is not None:
             return cached
-        row = conn.execute(
-            "SELECT id FROM owners WHERE character_id = %s AND user_id = %s", (self.character_id, user_id)
-        ).fetchone()
+        row = conn.execute(_SELECT, (self.character_id, user_id)).fetchone()
         if row is None and create:
-            # ON CONFLICT: another worker may create the same owner at the same moment.
+            # ON CONFLICT: another worker may create the same owner at the same moment (this
+            # statement then waits for its commit and does nothing).
             conn.execute(
                 "INSERT INTO owners (character_id, user_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
                 (self.character_id, user_id),
             )
-            row = conn.execute(
-                "SELECT id FROM owners WHERE character_id = %s AND user_id = %s", (self.character_id, user_id)
-            ).fetchone()
+            row = conn.execute(_SELECT, (self.character_id, user_id)).fetchone()
         if row is None:
             return None
-        with self._lock:
-            self._ids[user_id] = row[0]
-        return row[0]
+        owner, ours = row
+        if not ours:
+            # Cached only once committed: a row this transaction inserted may still roll back, and
+            # another thread using its id before the commit would break the foreign keys.
+            with self._lock:
+                self._ids[user_id] = owner
+        return owner
 
     def users(self, conn: psycopg.Connection) -> list[str]:
         rows = conn.execute(
             "SELECT user_id FROM owners WHERE character_id = %s ORDER BY user_id", (self.character_id,)
         ).fetchall()
         return [r[0] for r in rows]
+
+
+_SELECT = ("SELECT id, coalesce(xmin = pg_current_xact_id_if_assigned()::xid, false) FROM owners "
+           "WHERE character_id = %s AND user_id = %s")
+"""The owner id, and whether this very transaction inserted the row (not committed yet)."""
 
 
 def split_time(at: datetime, *, what: str = "time") -> tuple[datetime, int]:

@@ -19,7 +19,7 @@ from typing import Literal
 
 import psycopg
 
-from engine.errors import EngineError
+from engine.storage.errors import SchemaError
 from engine.storage.postgres.migrations import MIGRATIONS, Context
 
 log = logging.getLogger(__name__)
@@ -27,10 +27,6 @@ log = logging.getLogger(__name__)
 SCHEMA_VERSION = len(MIGRATIONS)
 _LOCK_KEY = 0x6B696F6B75  # "kioku": the advisory lock that serialises upgrades
 VectorChoice = Literal["auto", "require", "off"]
-
-
-class SchemaError(EngineError, RuntimeError):
-    """The database schema is missing, older or newer than this kioku; the message says what to do."""
 
 
 @dataclass(frozen=True)
