@@ -25,6 +25,8 @@ from engine.config import EngineConfig
 from engine.errors import EngineError
 from engine.journal import JournalStatus
 from engine.paths import character_paths, validate_id
+from engine.shortterm import DEFAULT_CHAT, validate_chat_id
+from engine.shortterm.state import State
 from engine.stores.base import Hit
 from engine.stores.core import CoreAdmin, CoreMemoryStore
 from engine.stores.diary import DiaryEntry, DiaryStore
@@ -213,6 +215,14 @@ class MemoryAdmin:
             facts = len(self.facts.list(uid)) if self._has("core") else 0
             out.append(UserSummary(uid, turns, facts, last))
         return out
+
+    # -- short term -----------------------------------------------------------------------------
+
+    def short_term(self, user_id: str, *, chat_id: str | None = None) -> State:
+        """A chat's stored window and rolling summary (the default chat when `chat_id` is None)."""
+        validate_id(user_id, kind="user id")
+        chat = DEFAULT_CHAT if chat_id is None else validate_chat_id(chat_id)
+        return self._orch.short_term.state(user_id, chat_id=chat)
 
     # -- diary ----------------------------------------------------------------------------------
 

@@ -462,6 +462,14 @@ class TestMemoryAPI:
         client(url).chat.completions.create(model="xiaoyue", user="kim", messages=[{"role": "user", "content": "你好"}])
         r = httpx.get(f"{url}/v1/characters/xiaoyue/users/kim/short-term", headers=self.headers(), timeout=60)
         assert [m["content"] for m in r.json()["messages"]] == ["你好", "echo: 你好"]
+        client(url).chat.completions.create(model="xiaoyue", user="kim", messages=[{"role": "user", "content": "另一个"}],
+                                            extra_body={"metadata": {"chat_id": "c2"}})
+        other = httpx.get(f"{url}/v1/characters/xiaoyue/users/kim/short-term", headers=self.headers(), timeout=60,
+                          params={"chat": "c2"})
+        assert [m["content"] for m in other.json()["messages"]] == ["另一个", "echo: 另一个"]
+        bad = httpx.get(f"{url}/v1/characters/xiaoyue/users/kim/short-term", headers=self.headers(), timeout=60,
+                        params={"chat": "  "})
+        assert bad.status_code == 400, bad.text
 
     def test_world_book_status_names_broken_files(self, own_svc):
         url, _, data_dir, _ = own_svc

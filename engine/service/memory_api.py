@@ -95,9 +95,10 @@ def preview(request: Request, body: PromptRequest, character: str = CharacterId,
 
 @router.get("/users/{user}/short-term", response_model=ShortTermOut, responses=_ERRORS,
             summary="The stored short-term window and rolling summary")
-def short_term(request: Request, character: str = CharacterId, user: str = UserId) -> ShortTermOut:
-    orch = _orch(request, character)
-    state = orch.short_term.state(_user(request, user))
+def short_term(request: Request, character: str = CharacterId, user: str = UserId,
+               chat: str | None = Query(None, max_length=256, description="a chat id (default: the default chat)")
+               ) -> ShortTermOut:
+    state = _orch(request, character).admin.short_term(_user(request, user), chat_id=chat)
     return ShortTermOut(summary=state.brain.historical_summary,
                         messages=[WindowMessageOut(**dataclasses.asdict(m)) for m in state.messages])
 
