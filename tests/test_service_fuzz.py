@@ -22,9 +22,8 @@ from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
-from engine.fake_openai import FakeOpenAIServer
 from engine.service.app import create_app
-from engine.service.testing import ServiceThread, copy_demo, service_config
+from engine.service.testing import demo_service, service_config
 
 TOKEN = "fuzz-token"
 EXAMPLES = int(os.environ.get("KIOKU_FUZZ_EXAMPLES", "15"))
@@ -72,12 +71,8 @@ class Tally:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, embedder):
     data_dir = tmp_path_factory.mktemp("fuzz")
-    for character in CHARACTERS:
-        copy_demo(data_dir, as_id=character)
-    with FakeOpenAIServer() as upstream:
-        app = create_app(config=service_config(data_dir, upstream.base_url, token=TOKEN), embedder=embedder)
-        with ServiceThread(app) as server:
-            yield server.url, schemathesis.openapi.from_url(f"{server.url}/openapi.json")
+    with demo_service(data_dir, characters=CHARACTERS, token=TOKEN, embedder=embedder) as (server, upstream):
+        yield server.url, schemathesis.openapi.from_url(f"{server.url}/openapi.json")
 
 
 def auth_headers(user: str | None = None) -> dict[str, str]:

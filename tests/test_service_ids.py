@@ -11,9 +11,8 @@ import openai
 import pytest
 import yaml
 
-from engine.fake_openai import Delay, FakeOpenAIServer
-from engine.service.app import create_app
-from engine.service.testing import ServiceThread, copy_demo, service_config
+from engine.fake_openai import Delay
+from engine.service.testing import demo_service
 
 TOKEN = "ids-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -23,12 +22,8 @@ CHARACTERS = ["xiaoyue", "小月"]
 @pytest.fixture(scope="module")
 def svc(tmp_path_factory, embedder):
     data_dir = tmp_path_factory.mktemp("ids")
-    for character in CHARACTERS:
-        copy_demo(data_dir, as_id=character)
-    with FakeOpenAIServer() as upstream:
-        app = create_app(config=service_config(data_dir, upstream.base_url, token=TOKEN), embedder=embedder)
-        with ServiceThread(app) as server:
-            yield server, upstream, data_dir
+    with demo_service(data_dir, characters=CHARACTERS, token=TOKEN, embedder=embedder) as (server, upstream):
+        yield server, upstream, data_dir
 
 
 def history(data_dir, character, user):

@@ -7,6 +7,7 @@ its request finishes), so a test can wait for the real end of a request instead 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -15,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -190,3 +191,19 @@ class KiokuServe(ServiceProcess):
 
     def command(self) -> list[str]:
         return [sys.executable, "-m", "engine.cli", "serve", "--config", str(self.config), "--port", str(self.port)]
+
+
+@contextlib.contextmanager
+def demo_service(data_dir: Path, *, characters: Sequence[str] = ("xiaoyue",), token: str | None = None,
+                 embedder: Any = None) -> Iterator[tuple[ServiceThread, Any]]:
+    """The demo character under each id of `characters` in `data_dir`, served in a thread against a
+    fake OpenAI upstream: yields (server, upstream)."""
+    from engine.fake_openai import FakeOpenAIServer
+    from engine.service.app import create_app
+
+    for character in characters:
+        copy_demo(data_dir, as_id=character)
+    with FakeOpenAIServer() as upstream:
+        app = create_app(config=service_config(data_dir, upstream.base_url, token=token), embedder=embedder)
+        with ServiceThread(app) as server:
+            yield server, upstream
