@@ -3,8 +3,9 @@
 Relative expressions lose their meaning once the day has passed, so the diary stores what each
 one resolved to (by `engine.timeparse`, against the turn's own time) with the entry, and shows
 it in the injected line: `… yesterday … [yesterday (2023-05-07)]`. The annotation follows the
-text instead of being spliced into it, so the original words stay intact. Deterministic and
-offline.
+text instead of being spliced into it, so the original words stay intact. A yearless date in a
+sentence about the future ("see you on Christmas") means the coming one (`engine.timeparse.tense`).
+Deterministic and offline.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ MAX_DATES = 6
 def resolve_dates(texts: list[str], at: datetime, tz: tzinfo) -> tuple[tuple[str, str], ...]:
     """(expression, resolution) for the relative time expressions in `texts`, said at `at`."""
     from engine.timeparse import parse_time_ranges
+    from engine.timeparse.tense import resolve_statement
 
     now = at.astimezone(tz)
     own_day = f"{now:%Y-%m-%d}"
@@ -38,7 +40,8 @@ def resolve_dates(texts: list[str], at: datetime, tz: tzinfo) -> tuple[tuple[str
             log.warning("diary: time expressions in a turn could not be resolved (%s)", exc)
             continue
         for expr in found:
-            label = describe_range(expr.start.astimezone(tz), expr.end.astimezone(tz))
+            start, end = resolve_statement(text, expr, now=now)
+            label = describe_range(start.astimezone(tz), end.astimezone(tz))
             phrase = expr.text.strip()
             # "today" needs no note: every shown line carries its own day.
             if phrase and label and label != own_day and label not in phrase and phrase not in out:

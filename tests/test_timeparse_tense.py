@@ -1,0 +1,45 @@
+"""Write-time resolution of yearless dates in statements: a sentence about the future means the
+coming occurrence, one about the past (or a question-like mention) the most recent one."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from engine.stores.diary.dates import resolve_dates
+
+TZ = ZoneInfo("Asia/Shanghai")
+NOV_20 = datetime(2026, 11, 20, 20, 0, tzinfo=TZ)
+
+CASES = [
+    # future statements: the coming one
+    ("正月十五见", "正月十五", "2027-02-20"),
+    ("元宵节我们一起看灯吧", "元宵节", "2027-02-20"),
+    ("see you on Christmas", "on Christmas", "2026-12-25"),
+    ("I will visit on March 3", "March 3", "2027-03-03"),
+    ("我们打算3月3号去北京", "3月3号", "2027-03-03"),
+    ("can't wait for Valentine's Day", "Valentine's Day", "2027-02-14"),
+    # past statements and plain mentions keep the parser's reading
+    ("我3月3号去了北京", "3月3号", "2026-03-03"),
+    ("Christmas was fun", "Christmas", "2025-12-25"),
+    ("情人节那天下雨", "情人节", "2026-02-14"),
+    # expressions that already say which one they mean never move
+    ("下周五见", "下周五", "2026-11-27"),
+    ("see you next Friday", "next Friday", "2026-11-27"),
+    ("去年圣诞节我们要了一桌菜", "去年圣诞节", "2025-12-25"),
+    # the coming one within a week was already the parser's choice
+    ("see you on Thanksgiving", "on Thanksgiving", "2026-11-26"),
+]
+
+
+@pytest.mark.parametrize(("text", "phrase", "resolved"), CASES, ids=[c[0] for c in CASES])
+def test_statement_dates(text, phrase, resolved):
+    found = dict(resolve_dates([text], NOV_20, TZ))
+    assert found.get(phrase) == resolved, found
+
+
+def test_future_cue_in_another_sentence_does_not_move_a_past_date():
+    found = dict(resolve_dates(["我3月3号去了北京。明天见！"], NOV_20, TZ))
+    assert found["3月3号"] == "2026-03-03"
