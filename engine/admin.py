@@ -28,15 +28,20 @@ from engine.paths import character_paths, validate_id
 from engine.shortterm import DEFAULT_CHAT, validate_chat_id
 from engine.shortterm.state import State
 from engine.stores.base import Hit
-from engine.stores.core import CoreAdmin, CoreMemoryStore
+from engine.stores.core import CoreAdmin, CoreMemoryStore, Fact, FactNotFoundError, FactStoreBusyError, FactTextError
 from engine.stores.diary import DiaryEntry, DiaryStore
 from engine.stores.diary.admin import DiarySearchResult
-from engine.stores.worldbook import BookStatus, WorldBookStore
+from engine.stores.worldbook import BookStatus, WorldBookStore, format_errors, validate_folder
 
 if TYPE_CHECKING:
     from engine.orchestrator import MemoryOrchestrator
 
 log = logging.getLogger(__name__)
+
+__all__ = [
+    "MemoryAdmin", "StoreDisabledError", "TurnNotFoundError", "FactNotFoundError", "FactStoreBusyError",
+    "FactTextError", "Fact", "Hit", "check_world_book_folder",
+]
 
 
 class StoreDisabledError(EngineError, LookupError):
@@ -296,3 +301,10 @@ class MemoryAdmin:
         turns = self.diary_store.reindex(user_id) if self._has("diary") else 0
         facts = self.facts.reindex(user_id) if self._has("core") else 0
         return ReindexReport(user_id, turns, facts)
+
+
+def check_world_book_folder(folder: Path) -> str | None:
+    """The problems of a world-book folder as an author reads them (file:line each), or None when
+    every file loads; needs no character (`kioku check`)."""
+    errors = validate_folder(folder)
+    return format_errors(errors) if errors else None

@@ -134,11 +134,11 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from engine.stores.worldbook import format_errors, validate_folder
+    from engine.admin import check_world_book_folder
 
-    errors = validate_folder(args.folder)
-    if errors:
-        print(format_errors(errors))
+    problems = check_world_book_folder(args.folder)
+    if problems:
+        print(problems)
         return 1
     print(f"{args.folder}: ok")
     return 0

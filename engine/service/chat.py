@@ -15,7 +15,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import openai
 from fastapi import APIRouter, Request
@@ -32,6 +32,9 @@ from engine.service.identity import IDENTITY_HEADERS, Identity, Principal, resol
 from engine.service.models import ChatCompletionRequest, ErrorResponse, ModelCard, ModelList
 from engine.service.port import OrchestratorPort
 from engine.service.selection import CHARACTER_HEADER, select
+
+if TYPE_CHECKING:
+    from engine.service.app import Registry
 from engine.service.upstream import upstream_client, upstream_error
 
 log = logging.getLogger(__name__)
@@ -131,7 +134,7 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any
                              headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
-async def _port(registry: Any, character: str) -> OrchestratorPort:
+async def _port(registry: Registry, character: str) -> OrchestratorPort:
     return await run_in_threadpool(registry.port, character)
 
 
@@ -147,7 +150,7 @@ class TextJSONResponse(JSONResponse):
         return json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")
 
 
-def _recorder(port: Any, plan: TurnPlan, who: Identity, turn_id: str, where: str) -> Record:
+def _recorder(port: OrchestratorPort, plan: TurnPlan, who: Identity, turn_id: str, where: str) -> Record:
     async def record(reply: str) -> None:
         await port.record(plan.message, _text(plan.prefix + reply), user=who.user, chat=who.chat, turn_id=turn_id,
                           replaces=plan.replaces)

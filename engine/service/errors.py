@@ -23,10 +23,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engine.errors import DataFileError, EngineError, InvalidIdError
-from engine.admin import StoreDisabledError, TurnNotFoundError
+from engine.admin import FactNotFoundError, FactStoreBusyError, FactTextError, StoreDisabledError, TurnNotFoundError
 from engine.fifo import ShuttingDownError
 from engine.storage.errors import SchemaError, StorageUnavailableError
-from engine.stores.core import FactNotFoundError, FactStoreBusyError, FactTextError
 
 log = logging.getLogger(__name__)
 

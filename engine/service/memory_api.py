@@ -13,6 +13,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
+from engine.admin import Fact, Hit
 from engine.orchestrator import MemoryOrchestrator
 from engine.paths import validate_id
 from engine.service.auth import own_user
@@ -210,12 +211,12 @@ def _when(value: str, orch: MemoryOrchestrator, name: str) -> datetime:
                            f"(got {value!r})", code="bad_time") from None
 
 
-def _hit(h: Any) -> HitOut:
+def _hit(h: Hit) -> HitOut:
     meta = {k: v if isinstance(v, (str, int, float, bool, type(None))) else str(v) for k, v in h.meta.items()}
     return HitOut(store=h.store, text=h.text, score=h.score, reason=h.reason, tokens=h.tokens, pinned=h.pinned, meta=meta)
 
 
-def _fact(f: Any) -> FactOut:
+def _fact(f: Fact) -> FactOut:
     return FactOut(
         id=f.id, text=f.text, learned_at=f.learned_at, updated_at=f.updated_at, source_turns=list(f.source_turns),
         history=[{"text": r.text, "until": r.until, "change": r.change} for r in f.history], deleted_at=f.deleted_at,
