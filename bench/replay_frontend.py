@@ -22,8 +22,9 @@ replayed and their status codes, turns recorded per user and chat, and the check
 
 - housekeeping: no recorded turn (diary, window) or fact is a frontend's housekeeping prompt
   (a `### Task:` prompt, a known housekeeping phrase, or a text that quotes the chat);
-- identity: each identity the frontend sent is one kioku user, and no text that only one user
-  sent (or was answered) is in another user's files (diary, facts, windows, summary, journal);
+- identity: each identity the frontend sent is one kioku user, no text that only one user sent
+  (or was answered) is in another user's files (diary, facts, windows, summary, journal), and no
+  prompt kioku sent upstream holds texts of two users;
 - regenerate: a conversation the frontend sent again unchanged (a regenerate) left one turn;
 - status: every answer is 200, or the refusal or upstream failure the pass expects.
 
@@ -165,6 +166,8 @@ class Pass:
     folder: Path
     character: str
     exchanges: list[Exchange] = field(default_factory=list)
+    prompts: list[dict[str, Any]] = field(default_factory=list)
+    """The chat requests kioku sent upstream."""
 
     @property
     def data_dir(self) -> Path:
@@ -213,6 +216,7 @@ def run_pass(p: Pass, replies: dict[tuple[tuple[str, str], ...], str], *, reprod
                 p.exchanges.append(ex)
                 if ex.status == 200 and ex.kioku("request") == "conversation":
                     wait_for_diary(http, server.url, ex)
+        p.prompts = [body for body in upstream.requests if "messages" in body]
 
 
 def send(http: httpx.Client, url: str, line: Line) -> Exchange:
@@ -397,17 +401,9 @@ def check_all(exchanges: Sequence[Exchange], stores: dict[str, UserStore], repor
                + ", ".join(f"{k or '(none)'} -> {', '.join(sorted(v))}" for k, v in mapping.items()))
     report.check(not split and not merged, "each identity the frontend sent is exactly one kioku user"
                  + (f": split {split}" if split else "") + (f": merged {merged}" if merged else ""))
-    said: dict[str, set[str]] = defaultdict(set)
-    for ex in exchanges:
-        if ex.status == 200 and ex.kioku("request") == "conversation" and ex.kioku("user"):
-            user = ex.kioku("user") or ""
-            said[user] |= {t for _, t in spoken(ex.line.body) if len(t) >= 4}
-            if len(ex.reply.strip()) >= 4:
-                said[user].add(ex.reply.strip())
+    said = own_texts(exchanges)
     leaks = []
-    for user, texts in said.items():
-        others = set().union(*(v for u, v in said.items() if u != user)) if len(said) > 1 else set()
-        mine = texts - others
+    for user, mine in said.items():
         for other, store in stores.items():
             if other != user:
                 leaks += [f"{user}'s {t[:40]!r} in {other}'s files" for t in mine if t in store.files]
@@ -437,6 +433,31 @@ def check_all(exchanges: Sequence[Exchange], stores: dict[str, UserStore], repor
                      f"regenerated {message[:30]!r} (seq {', '.join(str(ex.line.seq) for ex in group)}, kioku: "
                      f"{', '.join(k or '?' for k in kinds)}): recorded {len(in_diary)}x in the diary, "
                      f"{len(in_window)}x in a window")
+
+
+def own_texts(exchanges: Iterable[Exchange]) -> dict[str, set[str]]:
+    """Per kioku user, the texts (messages sent in conversation requests, replies got) no other user has."""
+    said: dict[str, set[str]] = defaultdict(set)
+    for ex in exchanges:
+        if ex.status == 200 and ex.kioku("request") == "conversation" and ex.kioku("user"):
+            user = ex.kioku("user") or ""
+            said[user] |= {t for _, t in spoken(ex.line.body) if len(t) >= 4}
+            if len(ex.reply.strip()) >= 4:
+                said[user].add(ex.reply.strip())
+    return {user: texts - set().union(*(v for u, v in said.items() if u != user)) for user, texts in said.items()}
+
+
+def check_prompts(prompts: Sequence[dict[str, Any]], exchanges: Sequence[Exchange], report: Report) -> None:
+    """No prompt kioku sent upstream holds texts of two users (one user never sees another's memory)."""
+    said = own_texts(exchanges)
+    mixed = []
+    for n, body in enumerate(prompts):
+        blob = "\n".join(text_of(m.get("content")) for m in body.get("messages") or () if isinstance(m, dict))
+        owners = sorted(u for u, texts in said.items() if any(t in blob for t in texts))
+        if len(owners) > 1:
+            mixed.append(f"upstream request {n}: texts of {', '.join(owners)}")
+    report.check(not mixed, f"prompts sent upstream: {len(prompts)}, {len(mixed)} hold texts of two users"
+                 + "".join(f"\n      {x}" for x in mixed[:10]))
 
 
 def chats_by_user(exchanges: Iterable[Exchange]) -> dict[str, set[str]]:
@@ -505,6 +526,7 @@ def run_and_check(p: Pass, replies: dict, report: Report, answer_all: bool, *, e
     report.say(f"  requests replayed: {len(p.exchanges)} in {time.monotonic() - started:.1f}s")
     stores = read_stores(p.config_path, p.character, chats_by_user(p.exchanges))
     check_all(p.exchanges, stores, report, expect_refused=expect_refused)
+    check_prompts(p.prompts, p.exchanges, report)
     log_text = p.log_path.read_text(encoding="utf-8", errors="replace") if p.log_path.exists() else ""
     counts = {kind: len(re.findall(kind + r" \(", log_text)) for kind in ("housekeeping", "conversation")}
     report.say(f"  kioku serve's request log: {counts['housekeeping']} housekeeping, "
