@@ -16,6 +16,7 @@ NOV_20 = datetime(2026, 11, 20, 20, 0, tzinfo=TZ)
 CASES = [
     # future statements: the coming one
     ("正月十五见", "正月十五", "2027-02-20"),
+    ("好啊，说定了，正月十五见。", "正月十五", "2027-02-20"),
     ("元宵节我们一起看灯吧", "元宵节", "2027-02-20"),
     ("see you on Christmas", "on Christmas", "2026-12-25"),
     ("I will visit on March 3", "March 3", "2027-03-03"),
@@ -23,6 +24,7 @@ CASES = [
     ("can't wait for Valentine's Day", "Valentine's Day", "2027-02-14"),
     # past statements and plain mentions keep the parser's reading
     ("我3月3号去了北京", "3月3号", "2026-03-03"),
+    ("我3月3号去了北京，下次还要去", "3月3号", "2026-03-03"),
     ("Christmas was fun", "Christmas", "2025-12-25"),
     ("情人节那天下雨", "情人节", "2026-02-14"),
     # expressions that already say which one they mean never move

@@ -25,8 +25,9 @@ _FUTURE = re.compile(
     r"\blooking forward\b|\buntil\b|\btill\b|\bupcoming\b|\bcoming up\b|\blet'?s\b",
     re.I,
 )
+# 了 marks the past except in set phrases that settle or agree ("说定了", "好了", "对了", "算了").
 _PAST = re.compile(
-    r"了|过|去年|上次|那天|那时|当时|"
+    r"(?<![定好对行算])了|过|去年|上次|那天|那时|当时|"
     r"\bwas\b|\bwere\b|\bdid\b|\bhad\b|\bwent\b|\blast\b|\bago\b|\bspent\b|\bused to\b|\bremember\b",
     re.I,
 )
