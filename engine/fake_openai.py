@@ -82,6 +82,13 @@ class FakeOpenAIServer:
         with self._lock:
             self._script.extend(Reply(a) if isinstance(a, str) else a for a in actions)
 
+    def clear(self) -> int:
+        """Drop the scripted actions not used yet (returns how many)."""
+        with self._lock:
+            n = len(self._script)
+            self._script.clear()
+            return n
+
     def _next_action(self, body: dict[str, Any]) -> Action:
         with self._lock:
             self.requests.append(body)
