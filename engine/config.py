@@ -162,6 +162,9 @@ class CoreConfig(_Strict):
 class WorldBookConfig(_Strict):
     enabled: bool = True
     scan_messages: int = Field(default=2, ge=1)
+    scan_pause_minutes: float = Field(default=120, ge=0)
+    """Earlier messages are scanned for keywords only when the last was said at most this long
+    ago: after a pause the previous reply belongs to an earlier sitting, not to this message."""
     semantic: bool = True
     top_k: int = Field(default=5, ge=1)
     threshold: float | None = None

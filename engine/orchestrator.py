@@ -20,7 +20,7 @@ import secrets
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -194,8 +194,9 @@ class MemoryOrchestrator:
         query_text = self._query_text(message, recent)
 
         # One embedding call for the query and every store's extra pieces, then every store.
+        since_last = now - datetime.fromisoformat(window[-1].at) if history is None and window else None
         hits_by_tier, diagnostics, timings = self._retrieve_all(
-            message, user_id=user_id, now=now, recent=recent, text=query_text
+            message, user_id=user_id, now=now, recent=recent, text=query_text, since_last=since_last
         )
         diagnostics = [*diagnostics, *(f"short_term: {p}" for p in state.problems), *self.journal.diagnostics(user_id)]
         summary = state.brain.historical_summary.strip()
@@ -225,11 +226,12 @@ class MemoryOrchestrator:
     abuild_prompt = in_thread(build_prompt)
 
     def _retrieve_all(
-        self, message: str, *, user_id: str, now: datetime, recent: Sequence[Message], text: str
+        self, message: str, *, user_id: str, now: datetime, recent: Sequence[Message], text: str,
+        since_last: timedelta | None = None,
     ) -> tuple[dict[str, list[Hit]], list[str], dict[str, float]]:
         """Embed once and ask every store, under admission control and per-store time limits
         (engine/retrieval.py); an embedder failure degrades to the stores that need no vector."""
-        read = self._reader.read(message, user_id=user_id, now=now, recent=recent, text=text)
+        read = self._reader.read(message, user_id=user_id, now=now, recent=recent, text=text, since_last=since_last)
         return read.hits_by_tier, list(read.diagnostics), dict(read.timings_ms)
 
     # -- writing -------------------------------------------------------------------------------

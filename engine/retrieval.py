@@ -20,13 +20,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 
 import numpy as np
@@ -77,7 +78,7 @@ class Reader:
 
     def read(
         self, message: str, *, user_id: str, now: datetime, recent: Sequence[Message], text: str,
-        only: Collection[str] | None = None,
+        only: Collection[str] | None = None, since_last: timedelta | None = None,
     ) -> Read:
         """Embed once and ask every store (or the stores named in `only`, for previews)."""
         timings: dict[str, float] = {}
@@ -86,6 +87,7 @@ class Reader:
             timings["admission"] = round(waited * 1000, 3)
             query = self._embed(message, user_id=user_id, now=now, recent=tuple(recent), text=text,
                                 timings=timings, diagnostics=diagnostics)
+            query = dataclasses.replace(query, since_last=since_last)
             hits_by_tier = self._ask_all(query, timings, diagnostics, only=only)
         return Read(query, hits_by_tier, tuple(diagnostics), timings)
 

@@ -4,7 +4,8 @@ last-good retention of broken files, status and the public surface."""
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
 import numpy as np
 import pytest
@@ -303,3 +304,22 @@ class TestManyBrokenFiles:
         assert reported == {name: line for name, _, line, _ in MALFORMED}
         assert status.entries == 1 and status.files == len(MALFORMED) + 1
         assert [h.text for h in build_prompt(store, counting, "重庆")] == ["重庆: 山城"]
+
+
+@pytest.mark.parametrize(("pause", "fires"), [(timedelta(minutes=5), True), (timedelta(days=1), False)],
+                         ids=["same-sitting", "next-day"])
+def test_the_previous_reply_is_scanned_only_within_a_sitting(tmp_path, embedder, pause, fires):
+    """Through build_prompt on the demo character: a reply that named 阿黄 five minutes ago keeps
+    the entry in play for "好的"; the same reply from yesterday does not inject it into a new sitting."""
+    from engine.config import load_config
+    from engine.orchestrator import MemoryOrchestrator
+    from engine.service.testing import copy_demo
+
+    copy_demo(tmp_path)
+    config = load_config(overrides={"data_dir": str(tmp_path), "memory_llm": {"backend": "none"}}, env={})
+    said = datetime(2026, 11, 20, 20, 0, tzinfo=ZoneInfo("Asia/Shanghai"))
+    with MemoryOrchestrator.from_config("xiaoyue", config=config, embedder=embedder) as orch:
+        orch.record_turn("茶馆里有什么？", "有一只猫，叫阿黄。", user_id="u1", at=said)
+        result = orch.build_prompt("好的", user_id="u1", now=said + pause)
+    reasons = [h.reason for h in result.hits if h.store == "world_book"]
+    assert any("message 1 (assistant)" in r for r in reasons) is fires, reasons

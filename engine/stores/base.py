@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -52,6 +52,9 @@ class Query:
     """(d,) float32, L2-normalised embedding of `text` (query role)."""
     pieces: Mapping[str, tuple[tuple[str, ...], np.ndarray]] = field(default_factory=dict)
     """Per store name: the extra texts it asked for in `query_texts`, and their (n, d) vectors."""
+    since_last: timedelta | None = None
+    """How long before this message the last one of `recent` was said; None when unknown (a
+    client-sent history carries no times). A long pause means `recent` is an earlier sitting."""
 
 
 @dataclass(frozen=True)

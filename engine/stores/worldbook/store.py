@@ -13,6 +13,7 @@ import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
@@ -199,7 +200,8 @@ class WorldBookStore:
     def _messages(self, query: Query) -> list[tuple[str, str]]:
         """(label, text) of the scanned messages, newest first: the current one is message 0."""
         out = [("message 0 (current)", query.message)]
-        earlier = list(query.recent)[-(self.config.scan_messages - 1) :] if self.config.scan_messages > 1 else []
+        paused = query.since_last is not None and query.since_last > timedelta(minutes=self.config.scan_pause_minutes)
+        earlier = list(query.recent)[-(self.config.scan_messages - 1) :] if self.config.scan_messages > 1 and not paused else []
         for n, msg in enumerate(reversed(earlier), 1):
             text = _text_of(msg.get("content"))
             if text:
