@@ -6,22 +6,27 @@ starts the scripted upstream LLM (its own process), a real `redis-server` when n
 
 - `--clients` clients send `--turns` turns each through `/v1/chat/completions`, one after another,
   spread over `--users` users (odd clients stream);
-- `--facts` concurrent `POST /v1/characters/xiaoyue/users/u00/facts`, each a different fact.
+- `--facts` concurrent `POST /v1/characters/xiaoyue/users/u00/facts`, each a different fact, and
+  `--edits` concurrent `PUT`s of as many facts posted before the load (an edit rewrites the whole
+  fact file: the path where a missing inter-process lock loses other writers' facts).
 
 The diary, core memory and world book are on (memory writing uses the offline fallbacks;
 embeddings come from the scripted server). Once every request is answered, the run waits for
 the service's own workers to drain the journals (read from the journal files, running nothing),
 stops the service, and checks the stores through the library (`orch.admin`, the window):
 
-- lost: an acknowledged turn missing from the window or from the diary;
+- lost: an acknowledged turn missing from the short-term memory (the window, or the summary it
+  was folded into) or from the diary;
 - dup: a turn stored twice (window or diary), or a fact stored twice;
 - order: a client's turns out of the order it sent them (window or diary), or a question whose
   stored reply is not its own;
-- facts lost: a fact answered 201 and missing from `core_mem.yml`;
+- facts lost: a fact answered 201 (or an edit answered 200) and missing from `core_mem.yml`;
+  facts extra: a live fact nobody asked for (a second copy, an edit's old text);
 - jobs: unfinished or failed journal jobs after the drain; unreadable: every store's problems,
   unreadable journal lines, `*.corrupt` files.
 
     .venv/bin/python bench/bench_serve_load.py [--clients 50] [--turns 20] [--users 10] [--facts 100]
+        [--edits 20]
         [--backends files,redis] [--workers 2,4]
 
 `tests/test_serve_workers.py` runs a smaller version and fails on any nonzero count.
@@ -78,10 +83,15 @@ class KiokuServeWorkers(ServiceProcess):
                 "--workers", str(self.workers)]
 
 
-def write_config(root: Path, *, upstream: str, backend: str, redis_url: str | None) -> Path:
-    """Every store on; the window large enough to keep every turn (the order check reads it whole)."""
+def write_config(root: Path, *, upstream: str, backend: str, redis_url: str | None, window: int) -> Path:
+    """Every store on. A window of `window` messages: older turns fold into the summary (a journal job
+    after each turn), which keeps every folded message's text (offline summary, no length limit),
+    so summary + window is every turn in recording order."""
     data = copy_demo(root / "data", as_id=CHARACTER)
-    short_term: dict[str, Any] = {"backend": "file" if backend == "files" else backend, "max_messages": 10_000, "max_tokens": 10_000_000}
+    short_term: dict[str, Any] = {
+        "backend": "file" if backend == "files" else backend, "max_messages": window, "max_tokens": 10_000_000,
+        "summary_max_words": 10_000_000, "summary_max_tokens": 10_000_000, "llm_input_tokens": 10_000_000,
+    }
     if redis_url:
         short_term["redis_url"] = redis_url
     config = {
@@ -112,13 +122,13 @@ class Load:
     """Per client: the messages answered 200, in the order it sent them."""
     user_of: dict[int, str] = field(default_factory=dict)
     facts: dict[str, str] = field(default_factory=dict)
-    """Fact text -> the id the service answered 201 with."""
+    """Fact text -> its id, for every fact that should be live at the end (posted, or edited to it)."""
 
 
-def fact_texts(count: int, seed: int = 7) -> list[str]:
+def fact_texts(count: int, *, seed: int = 7, prefix: str = "事实") -> list[str]:
     """Distinct facts far apart (random words), so no near-duplicate guard merges two of them."""
     rng = random.Random(seed)
-    return [f"事实{i:03d} 记得 {''.join(rng.choice(string.ascii_lowercase) for _ in range(16))}" for i in range(count)]
+    return [f"{prefix}{i:03d} 记得 {''.join(rng.choice(string.ascii_lowercase) for _ in range(16))}" for i in range(count)]
 
 
 async def _chat_client(http: httpx.AsyncClient, c: int, turns: int, out: Load) -> None:
@@ -159,15 +169,37 @@ async def _post_fact(http: httpx.AsyncClient, text: str, out: Load) -> None:
         out.errors.append(f"fact {text!r}: HTTP {r.status_code}: {r.text[:200]}")
 
 
-async def drive(url: str, *, clients: int, users: int, turns: int, facts: int) -> Load:
+async def _edit_fact(http: httpx.AsyncClient, fact_id: str, old: str, text: str, out: Load) -> None:
+    t0 = time.perf_counter()
+    try:
+        r = await http.put(f"/v1/characters/{CHARACTER}/users/{FACT_USER}/facts/{fact_id}", json={"text": text})
+    except httpx.HTTPError as exc:
+        out.errors.append(f"edit {fact_id}: {type(exc).__name__}: {exc}")
+        return
+    out.fact_ms.append((time.perf_counter() - t0) * 1000)
+    if r.status_code == 200:
+        del out.facts[old]
+        out.facts[text] = fact_id
+    else:
+        out.errors.append(f"edit {fact_id}: HTTP {r.status_code}: {r.text[:200]}")
+
+
+async def drive(url: str, *, clients: int, users: int, turns: int, facts: int, edits: int = 0) -> Load:
     out = Load(sent={c: [] for c in range(clients)}, user_of={c: f"u{c % users:02d}" for c in range(clients)})
-    limits = httpx.Limits(max_connections=clients + facts + 5, max_keepalive_connections=clients + facts + 5)
+    width = clients + facts + edits + 5
+    limits = httpx.Limits(max_connections=width, max_keepalive_connections=width)
     async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=300,
                                  limits=limits) as http:
+        seeded = fact_texts(edits, seed=8, prefix="旧事实")
+        for text in seeded:  # before the load, one at a time: the facts the load edits
+            await _post_fact(http, text, out)
+        out.fact_ms.clear()
         t0 = time.perf_counter()
         chats = [_chat_client(http, c, turns, out) for c in range(clients)]
         posts = [_post_fact(http, text, out) for text in fact_texts(facts)]
-        await asyncio.gather(*chats, *posts)
+        changes = [_edit_fact(http, out.facts[old], old, new, out)
+                   for old, new in zip(seeded, fact_texts(edits, seed=9, prefix="改过的事实")) if old in out.facts]
+        await asyncio.gather(*chats, *posts, *changes)
         out.seconds = time.perf_counter() - t0
     return out
 
@@ -190,7 +222,7 @@ class Counts:
     order_window: int = 0
     order_diary: int = 0
     facts_lost: int = 0
-    facts_dup: int = 0
+    facts_extra: int = 0
     jobs_open: int = 0
     jobs_failed: int = 0
     unreadable: int = 0
@@ -257,23 +289,27 @@ def check_stores(config_path: Path, load: Load, counts: Counts) -> None:
             if (q.role, a.role, a.content) != ("user", "assistant", f"echo: {q.content}"):
                 counts.order_window += 1
                 counts.note(f"{user} window: {q.role} {q.content!r} followed by {a.role} {a.content!r}")
+        # The offline summary keeps a line `user: <message>` per folded user message, in fold order.
+        folded = [line[len("user: "):] for line in state.brain.historical_summary.splitlines()
+                  if line.startswith("user: ")]
         questions = [m.content for m in state.messages if m.role == "user"]
-        _compare(counts, "window", user, questions, acked, load, clients_of[user])
+        _compare(counts, "window", user, folded + questions, acked, load, clients_of[user])
     with MemoryOrchestrator.from_config(CHARACTER, config=config) as orch:
         for user in users:
             acked = [t for c in clients_of[user] for t in load.sent[c]]
             entries = orch.admin.diary(user, datetime(2000, 1, 1, tzinfo=timezone.utc),
                                        datetime(2100, 1, 1, tzinfo=timezone.utc))
             _compare(counts, "diary", user, [e.user for e in entries], acked, load, clients_of[user])
-        # Every fact answered 201 is there once, under the id it was answered with.
-        facts = orch.admin.facts.list(FACT_USER)
-        by_text = Counter(f.text for f in facts)
-        ids = {f.id for f in facts}
+        # Every fact answered 201 (or edited, 200) is live once, under its id, and nothing else is.
+        live = {f.id: f.text for f in orch.admin.facts.list(FACT_USER)}
         for text, fact_id in load.facts.items():
-            if by_text[text] == 0 or fact_id not in ids:
+            if live.get(fact_id) != text:
                 counts.facts_lost += 1
-                counts.note(f"fact lost: {text!r} ({fact_id})")
-        counts.facts_dup += sum(n - 1 for n in by_text.values() if n > 1)
+                counts.note(f"fact lost: {fact_id} should say {text!r}, has {live.get(fact_id)!r}")
+        extra = [(i, t) for i, t in live.items() if load.facts.get(t) != i]
+        counts.facts_extra += len(extra)
+        for i, t in extra[:3]:
+            counts.note(f"fact nobody asked for: {i} {t!r}")
         store_problems = [p for s in orch.admin.status().stores for p in s.problems]
         counts.unreadable += len(store_problems)
         for p in store_problems:
@@ -322,18 +358,20 @@ class Run:
 
 
 def run_config(tmp: Path, *, backend: str, workers: int, clients: int, users: int, turns: int, facts: int,
-               drain_timeout: float = 600.0) -> Run:
+               edits: int = 0, window: int = 20, drain_timeout: float = 600.0) -> Run:
     """One full run in `tmp`: upstream, Redis (for `backend="redis"`), the service, the load, the checks."""
     tmp.mkdir(parents=True, exist_ok=True)
     redis = RedisServer(tmp / "redis").start() if backend == "redis" else None
     try:
         with UpstreamProcess() as upstream:
-            config = write_config(tmp, upstream=upstream, backend=backend, redis_url=redis.url if redis else None)
+            config = write_config(tmp, upstream=upstream, backend=backend, redis_url=redis.url if redis else None,
+                                  window=window)
             env = {"KIOKU_API_TOKEN": TOKEN, "KIOKU_CONFIG": None,
                    "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
             counts = Counts()
             with KiokuServeWorkers(config, workers=workers, env=env, log_file=tmp / "serve.log") as service:
-                load = asyncio.run(drive(service.url, clients=clients, users=users, turns=turns, facts=facts))
+                load = asyncio.run(drive(service.url, clients=clients, users=users, turns=turns, facts=facts,
+                                       edits=edits))
                 # The service's workers drain the journals; nothing here runs a job.
                 counts.drain_s, status = wait_drained(Path(yaml.safe_load(config.read_text())["data_dir"]), drain_timeout)
             count_jobs(counts, status)
@@ -356,15 +394,15 @@ def report(run: Run) -> list[str]:
     load, c = run.load, run.counts
     chats = len(load.chat_ms)
     return [
-        f"== {run.workers} workers, window on {run.backend}: {chats} chat turns + {len(load.fact_ms)} fact posts "
+        f"== {run.workers} workers, window on {run.backend}: {chats} chat turns + {len(load.fact_ms)} fact posts and edits "
         f"in {load.seconds:.1f}s ({chats / load.seconds:.1f} turns/s, "
         f"{(chats + len(load.fact_ms)) / load.seconds:.1f} req/s); journal drained {c.drain_s:.1f}s later",
         f"   chat ms p50 {percentile(load.chat_ms, 50):.0f}  p95 {percentile(load.chat_ms, 95):.0f}  "
-        f"max {max(load.chat_ms, default=0):.0f};  fact post ms p50 {percentile(load.fact_ms, 50):.0f}  "
+        f"max {max(load.chat_ms, default=0):.0f};  fact post/edit ms p50 {percentile(load.fact_ms, 50):.0f}  "
         f"p95 {percentile(load.fact_ms, 95):.0f}  max {max(load.fact_ms, default=0):.0f}",
         f"   acked turns {c.acked_turns}, facts {c.acked_facts}; errors {c.errors}; lost window/diary "
         f"{c.lost_window}/{c.lost_diary}; dup window/diary {c.dup_window}/{c.dup_diary}; out of order window/diary "
-        f"{c.order_window}/{c.order_diary}; facts lost {c.facts_lost}, dup {c.facts_dup}; jobs open {c.jobs_open}, "
+        f"{c.order_window}/{c.order_diary}; facts lost {c.facts_lost}, extra {c.facts_extra}; jobs open {c.jobs_open}, "
         f"failed {c.jobs_failed}; unreadable {c.unreadable}",
         *(f"   ! {n}" for n in c.notes),
     ]
@@ -376,19 +414,21 @@ def main() -> int:
     parser.add_argument("--users", type=int, default=10)
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--facts", type=int, default=100)
+    parser.add_argument("--edits", type=int, default=20)
+    parser.add_argument("--window", type=int, default=20, help="window messages (older turns fold into the summary)")
     parser.add_argument("--backends", default="files,redis")
     parser.add_argument("--workers", default="2,4")
     parser.add_argument("--keep", type=Path, default=None, help="run in this folder and keep it (logs, data)")
     args = parser.parse_args()
     print(f"{args.clients} clients x {args.turns} turns over {args.users} users, {args.facts} concurrent fact posts "
-          f"to {FACT_USER}; diary, core and world book on; cores: {os.cpu_count()}", flush=True)
+          f"and {args.edits} edits to {FACT_USER}; diary, core and world book on; cores: {os.cpu_count()}", flush=True)
     failed = False
     for backend in args.backends.split(","):
         for workers in (int(w) for w in args.workers.split(",")):
             with tempfile.TemporaryDirectory(prefix="kioku-serve-load-") as tmp:
                 where = args.keep / f"{backend}-{workers}" if args.keep else Path(tmp)
                 run = run_config(where, backend=backend, workers=workers, clients=args.clients, users=args.users,
-                                 turns=args.turns, facts=args.facts)
+                                 turns=args.turns, facts=args.facts, edits=args.edits, window=args.window)
             print("\n".join(report(run)), flush=True)
             failed = failed or bool(run.counts.bad())
     return 1 if failed else 0
