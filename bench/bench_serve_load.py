@@ -184,23 +184,41 @@ async def _edit_fact(http: httpx.AsyncClient, fact_id: str, old: str, text: str,
         out.errors.append(f"edit {fact_id}: HTTP {r.status_code}: {r.text[:200]}")
 
 
+STAGGER_S = 0.01
+"""Gap between opening two clients' connections before the start (see `drive`)."""
+
+
+async def _connect(url: str, i: int) -> httpx.AsyncClient:
+    """A client with one kept-alive connection, opened `i * STAGGER_S` after the start."""
+    http = httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=300,
+                             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1))
+    await asyncio.sleep(i * STAGGER_S)
+    (await http.get("/health")).raise_for_status()
+    return http
+
+
 async def drive(url: str, *, clients: int, users: int, turns: int, facts: int, edits: int = 0) -> Load:
+    """Every chat client, fact post and edit has its own connection, opened one at a time before the
+    start (uvicorn's workers share one listening socket and asyncio accepts the whole backlog at
+    once: connections opened together all go to the worker that wakes first, which would pin the
+    load on one process); then everything starts at once."""
     out = Load(sent={c: [] for c in range(clients)}, user_of={c: f"u{c % users:02d}" for c in range(clients)})
-    width = clients + facts + edits + 5
-    limits = httpx.Limits(max_connections=width, max_keepalive_connections=width)
-    async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=300,
-                                 limits=limits) as http:
-        seeded = fact_texts(edits, seed=8, prefix="旧事实")
+    seeded = fact_texts(edits, seed=8, prefix="旧事实")
+    conns = await asyncio.gather(*(_connect(url, i) for i in range(clients + facts + edits + 1)))
+    try:
         for text in seeded:  # before the load, one at a time: the facts the load edits
-            await _post_fact(http, text, out)
+            await _post_fact(conns[-1], text, out)
         out.fact_ms.clear()
+        chats = [_chat_client(conns[c], c, turns, out) for c in range(clients)]
+        posts = [_post_fact(conns[clients + i], text, out) for i, text in enumerate(fact_texts(facts))]
+        changes = [_edit_fact(conns[clients + facts + i], out.facts[old], old, new, out)
+                   for i, (old, new) in enumerate(zip(seeded, fact_texts(edits, seed=9, prefix="改过的事实")))
+                   if old in out.facts]
         t0 = time.perf_counter()
-        chats = [_chat_client(http, c, turns, out) for c in range(clients)]
-        posts = [_post_fact(http, text, out) for text in fact_texts(facts)]
-        changes = [_edit_fact(http, out.facts[old], old, new, out)
-                   for old, new in zip(seeded, fact_texts(edits, seed=9, prefix="改过的事实")) if old in out.facts]
         await asyncio.gather(*chats, *posts, *changes)
         out.seconds = time.perf_counter() - t0
+    finally:
+        await asyncio.gather(*(c.aclose() for c in conns))
     return out
 
 
