@@ -204,11 +204,13 @@ async def drive(url: str, *, clients: int, users: int, turns: int, facts: int, e
     load on one process); then everything starts at once."""
     out = Load(sent={c: [] for c in range(clients)}, user_of={c: f"u{c % users:02d}" for c in range(clients)})
     seeded = fact_texts(edits, seed=8, prefix="旧事实")
-    conns = await asyncio.gather(*(_connect(url, i) for i in range(clients + facts + edits + 1)))
-    try:
+    async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=300) as http:
         for text in seeded:  # before the load, one at a time: the facts the load edits
-            await _post_fact(conns[-1], text, out)
-        out.fact_ms.clear()
+            await _post_fact(http, text, out)
+    out.fact_ms.clear()
+    # Opened after the seeding: an idle connection is closed by the server after 5 s.
+    conns = await asyncio.gather(*(_connect(url, i) for i in range(clients + facts + edits)))
+    try:
         chats = [_chat_client(conns[c], c, turns, out) for c in range(clients)]
         posts = [_post_fact(conns[clients + i], text, out) for i, text in enumerate(fact_texts(facts))]
         changes = [_edit_fact(conns[clients + facts + i], out.facts[old], old, new, out)
