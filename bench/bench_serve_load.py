@@ -38,7 +38,6 @@ import argparse
 import asyncio
 import os
 import random
-import shutil
 import string
 import sys
 import tempfile
