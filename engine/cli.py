@@ -315,7 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "a non-loopback address needs a token")
     p.add_argument("--port", type=_port, default=None, help="port (default: service.port, 8765)")
     p.add_argument("--workers", type=_positive, default=1,
-                   help="worker processes (more than 1 needs short_term.backend: redis)")
+                   help="worker processes (on one machine the file stores coordinate through lock files)")
     _common(p, user=False)
     COMMANDS["serve"] = (p, cmd_serve)
 

@@ -9,6 +9,7 @@ otherwise wait for it at exit (a 100 KB message kept the server up for a minute)
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import sys
@@ -33,6 +34,13 @@ CLOSE_S = 2.0
 """Seconds the app gets to close its characters once shutdown reaches it; then the process exits."""
 FORCED_EXIT = 1
 """Exit status when that deadline had to end the process (a thread was still busy)."""
+WORKER_HEALTHCHECK_S = 60
+"""With several workers, how long uvicorn's supervisor waits for a worker to answer its health ping
+before it SIGKILLs and replaces it (uvicorn's default: 5 s). A spawned worker first imports the
+engine (4.5 s measured on this busy 2-core machine, longer with four starting at once): at 5 s one
+of four workers was killed while starting, and a worker that needs 7 s never came up (killed and
+restarted every 5 s; `tests/test_serve_workers.py`). A worker killed while serving would drop the
+requests it was answering. A worker that is really hung is still replaced, after a minute."""
 
 
 def check_bind(config: EngineConfig, host: str) -> None:
@@ -81,6 +89,8 @@ def serve(
             os.environ["KIOKU_CONFIG"] = str(Path(path).resolve())
         if data_dir is not None:
             os.environ["KIOKU__DATA_DIR"] = str(Path(data_dir).resolve())
+        if "timeout_worker_healthcheck" in inspect.signature(uvicorn.Config).parameters:  # uvicorn >= 0.30
+            common["timeout_worker_healthcheck"] = WORKER_HEALTHCHECK_S
         uvicorn.run("engine.service.run:factory", factory=True, workers=workers, **common)
         return
     from engine.service.app import create_app
