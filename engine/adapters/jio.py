@@ -1,11 +1,16 @@
 """jionlp, imported once, lazily, with its stdout banner silenced.
 
-jionlp takes ~0.8 s to import and prints a banner; importing `engine` must do neither.
+jionlp takes ~0.8 s to import and prints a banner; importing `engine` must do neither. It also
+logs every expression it cannot parse ("最近" alone) as an ERROR traceback on the root logger;
+those are expected misses of a fallback, so a filter on the root logger drops records that come
+from jionlp's own files (and nothing else).
 """
 
 from __future__ import annotations
 
 import functools
+import logging
+import os
 import sys
 import threading
 from typing import Any
@@ -31,6 +36,15 @@ class _MuteThread:
         return getattr(self._real, name)
 
 
+class _DropJionlpRecords(logging.Filter):
+    def __init__(self, package_dir: str) -> None:
+        super().__init__()
+        self._prefix = package_dir.rstrip(os.sep) + os.sep
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.pathname.startswith(self._prefix)
+
+
 @functools.cache
 def _load():
     real = sys.stdout
@@ -40,6 +54,7 @@ def _load():
     finally:
         if isinstance(sys.stdout, _MuteThread):
             sys.stdout = real
+    logging.getLogger().addFilter(_DropJionlpRecords(os.path.dirname(jionlp.__file__)))
     return jionlp
 
 
