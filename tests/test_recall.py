@@ -105,6 +105,17 @@ def test_content_question_without_time_words_finds_the_turn(orch):
     assert "Mochi" in diary_text(result)
 
 
+def test_the_search_vector_leaves_out_the_participants_names(orch):
+    """Nearly every line is said to or by one of them, so a name in the query vector matches
+    everything a little; the side prior decides whose lines rank first instead."""
+    store = orch.store("diary")
+    names = store.names()
+    assert store.query_texts(f"{names.char}，{names.user}上次说的笔记软件叫什么？", []) == ["， 上次说的笔记软件叫什么？"]
+    assert store.query_texts("那个笔记软件叫什么？", []) == []  # no names, no window: the query vector is the message
+    result = orch.build_prompt(f"{names.char}，你推荐的笔记软件叫什么？", user_id="amy", now=NOW)
+    assert "Obsidian" in diary_text(result)
+
+
 def test_dates_are_resolved_at_write_time(orch):
     diary = orch.store("diary")
     entry = next(e for e in diary.entries("amy", datetime(2026, 5, 8, tzinfo=TZ), datetime(2026, 5, 9, tzinfo=TZ)) if e.id == "e1")

@@ -3,14 +3,16 @@ reciprocal-rank fusion of four signals; context from neighbouring lines; a relev
 
 Signals per half ("unit"): its vector's cosine, its BM25, its whole turn's cosine and its whole
 turn's BM25 (a question often matches a question and its answer together). Fused by reciprocal
-rank (k=60), so no signal's scale matters. A line then gains a share of its neighbours' scores
-in the same conversation (an answer right after the matching question), and the participant a
-question names ranks first.
+rank (k=10, see `Tuning.rrf_k`), so no signal's scale matters. A line then gains a share of its
+neighbours' scores in the same conversation (an answer right after the matching question), and
+the participant a question names ranks first.
 
-The gate keeps unrelated small talk out without one absolute cosine: a line is eligible when it
+The gate keeps unrelated small talk out without one absolute cosine: a line passes it when it
 holds a fifth of the query's content-word IDF (lexical agreement), or its cosine stands well
 above the query's own top candidates (a margin over its score distribution), or it is next to
-such a line. A query without content words ("How are you?", "晚安") finds nothing.
+such a line. A query none of whose lines pass finds nothing ("How are you?", "晚安"); otherwise
+lines past the gate gain a bonus, and the rest may follow by score (a multi-part question's
+other parts rarely share its words).
 """
 
 from __future__ import annotations
@@ -71,8 +73,8 @@ def search(ix: "FileTurnIndex", req: SearchRequest) -> list[SearchHit]:
     if req.side is not None and score.size:
         score[:, SIDES.index(req.side)] += t.side_bonus * float(score.max())
 
-    # The gate. Lines that pass it (or sit next to one) come first; when some line passes, the
-    # rest may follow by rank to fill the budget; when none does, the query is unrelated.
+    # The gate. Lines that pass it (or sit next to one) gain a bonus; when some line passes, every
+    # line may follow by score to fill the budget; when none does, the query is unrelated.
     if req.only_range:
         core = has.copy()
     else:
@@ -80,6 +82,8 @@ def search(ix: "FileTurnIndex", req: SearchRequest) -> list[SearchHit]:
     strong = (core | nb.near(core, len(t.context))) & has
     eligible = has & bool(core.any()) if t.gate == "query" else strong
     range_mask = np.isin(cand, in_range)[:, None] & np.ones((1, 2), dtype=bool) if in_range.size else np.zeros_like(has)
+    if score.size:
+        score = score + t.gate_bonus * float(score.max()) * (strong | range_mask)
     return _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, vecs, q_terms, content)
 
 
@@ -216,14 +220,12 @@ def _eligible(query_idf, agree_u, du, dt, dense_sims, has, t, has_content: bool)
 
 
 def _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, vecs, q_terms, content) -> list[SearchHit]:
-    """The best eligible units: in-range first, then those past the gate, each by score;
-    near-duplicates skipped."""
+    """The best eligible units: a range's lines past the gate first, then the rest by score (lines
+    past the gate or in the range have gained `gate_bonus`); near-duplicates skipped."""
     ri, si = np.nonzero(eligible)
     if ri.size == 0:
         return []
-    # With a range: its lines past the gate, then other lines past the gate, then its other lines.
-    st, rm = strong[ri, si], range_mask[ri, si]
-    key = np.lexsort((-score[ri, si], ~rm, ~st, ~(rm & st)))
+    key = np.lexsort((-score[ri, si], ~(range_mask[ri, si] & strong[ri, si])))
     hits: list[SearchHit] = []
     kept = np.zeros((req.k, vecs.shape[2]), dtype=np.float32)
     for j in key.tolist():
