@@ -114,7 +114,7 @@ class TestTurnSearch:
             t = StoredTurn(id=f"z{i}", at=T0 + timedelta(days=i), user=u, assistant=a)
             diary.append(user, t)
             vecs[t.id] = unit(rng)
-            search.add(user, [IndexedTurn(t.id, t.at, u, a, vecs[t.id])])
+            search.add(user, [IndexedTurn(t.id, t.at, u, a, vecs[t.id], np.stack([vecs[t.id]] * 2))])
         return diary, search, vecs
 
     @pytest.mark.parametrize(
@@ -157,7 +157,8 @@ class TestTurnSearch:
         diary.edit("u1", "z1", user="今天晚上吃了烤鱼")
         assert search.lexical_search("u1", "火锅") == []
         assert search.missing("u1") == ["z1"]
-        search.add("u1", [IndexedTurn("z1", T0 + timedelta(days=1), "今天晚上吃了烤鱼", "记得多喝水。", vecs["z1"])])
+        search.add("u1", [IndexedTurn("z1", T0 + timedelta(days=1), "今天晚上吃了烤鱼", "记得多喝水。", vecs["z1"],
+                                      np.stack([vecs["z1"]] * 2))])
         assert search.lexical_search("u1", "烤鱼")[0][0] == "z1"
         assert search.vector_search("u1", vecs["z1"], k=1)[0][0] == "z1"
         # Indexing a forgotten turn again is refused (it is not in the diary any more).

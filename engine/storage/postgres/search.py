@@ -50,7 +50,10 @@ class IndexedTurn:
     user: str
     assistant: str
     vector: np.ndarray | None = None
-    """(dim,) float32, L2-normalised (passage role); None: lexical only until re-added."""
+    """(dim,) float32, L2-normalised (passage role) of the whole turn; None: lexical only until re-added."""
+    halves: np.ndarray | None = None
+    """(2, dim): the user line's and the assistant line's vectors (zeros for an empty line), as
+    `turn_vectors` makes them; None: the search mirror embeds them itself until re-added."""
 
 
 @dataclass(frozen=True)
@@ -131,19 +134,20 @@ class PgTurnSearch:
                 for t in turns:
                     at, _ = split_time(t.at, what=f"turn {t.turn_id!r} time")
                     cur.execute(
-                        f"INSERT INTO turn_search (owner_id, turn_id, at, lexemes, model, {column}) "
+                        f"INSERT INTO turn_search (owner_id, turn_id, at, lexemes, model, {column}, halves) "
                         f"SELECT d.owner_id, d.turn_id, %s, array_to_tsvector(ARRAY[%s]) || to_tsvector(%s::regconfig, %s), "
-                        f"'', %s FROM diary_turns d WHERE d.owner_id = %s AND d.turn_id = %s AND d.deleted_at IS NULL "
+                        f"'', %s, %s FROM diary_turns d WHERE d.owner_id = %s AND d.turn_id = %s AND d.deleted_at IS NULL "
                         f"ON CONFLICT (owner_id, turn_id) DO UPDATE SET at = EXCLUDED.at, lexemes = EXCLUDED.lexemes, "
-                        f"{column} = EXCLUDED.{column}, live = true, seq = nextval('turn_search_seq')",
+                        f"{column} = EXCLUDED.{column}, halves = EXCLUDED.halves, live = true, "
+                        f"seq = nextval('turn_search_seq')",
                         (at, owner_token(owner), self.state.lexical_config, document_text(t.user, t.assistant),
-                         self._vector_param(t.vector), owner, t.turn_id),
+                         self._vector_param(t.vector), self._halves_param(t.halves), owner, t.turn_id),
                     )
                     written += cur.rowcount
             return written
 
     def missing(self, user_id: str, *, limit: int = 1000) -> list[str]:
-        """Ids of live diary turns that have no search row or no vector (to index them)."""
+        """Ids of live diary turns that have no search row or no vectors (to index them)."""
         column = "embedding" if self.pgvector else "vec"
         with self.db.tx() as conn:
             owner = self.owners.get(conn, user_id, create=False)
@@ -151,7 +155,8 @@ class PgTurnSearch:
                 return []
             rows = conn.execute(
                 f"SELECT d.turn_id FROM diary_turns d LEFT JOIN turn_search s USING (owner_id, turn_id) "
-                f"WHERE d.owner_id = %s AND d.deleted_at IS NULL AND (s.turn_id IS NULL OR NOT s.live OR s.{column} IS NULL) "
+                f"WHERE d.owner_id = %s AND d.deleted_at IS NULL AND (s.turn_id IS NULL OR NOT s.live OR s.{column} IS NULL "
+                f"OR s.halves IS NULL) "
                 f"ORDER BY d.at LIMIT %s",
                 (owner, limit),
             ).fetchall()
@@ -294,6 +299,14 @@ class PgTurnSearch:
         if v.shape != (self.state.dim,):
             raise ValueError(f"turn vector has shape {v.shape}, the index holds {self.state.dim}-dim vectors")
         return v if self.pgvector else v.astype("<f4").tobytes()
+
+    def _halves_param(self, halves: np.ndarray | None) -> bytes | None:
+        if halves is None:
+            return None
+        h = np.asarray(halves, dtype=np.float32)
+        if h.shape != (2, self.state.dim):
+            raise ValueError(f"half vectors have shape {h.shape}, the index holds (2, {self.state.dim})")
+        return h.astype("<f2").tobytes()
 
 
 _MIN = datetime.fromisoformat("0001-01-02T00:00:00+00:00")
