@@ -164,6 +164,29 @@ class TestTurnSearch:
         # Indexing a forgotten turn again is refused (it is not in the diary any more).
         assert search.add("u1", [IndexedTurn("z2", T0, "我讨厌吃香菜", "好的", vecs["z2"])]) == 0
 
+    def test_index_large_users_builds_only_past_the_threshold_and_the_search_reads_only_that_user(self, pg):
+        """What `kioku db index` (and the diary's record job, per user) runs: users past
+        `hnsw_min_rows` get their own partial HNSW index; their vector search is an index scan of
+        it (no filter: no other user's row is read), a small user keeps an exact scan of theirs."""
+        db, state, _ = pg
+        rng = np.random.default_rng(5)
+        diary, search = PgDiaryTurns(db, "sched"), PgTurnSearch(db, "sched", state=state, hnsw_min_rows=150)
+        for user, n in (("large", 180), ("other-large", 160), ("small", 20)):
+            turns = [turn(i) for i in range(n)]
+            diary.append_many(user, turns)
+            search.add(user, [IndexedTurn(t.id, t.at, t.user, t.assistant, unit(rng)) for t in turns])
+        built = search.index_large_users()
+        if state.vector_mode != "pgvector":
+            assert built == []
+            return
+        assert len(built) == 2 and search.index_large_users() == []
+        q = unit(rng)
+        plan = search.explain_vector("large", q, analyze=True)
+        assert search.ensure_owner_index("large") in plan and "Index Scan" in plan, plan
+        assert "Seq Scan" not in plan and "Rows Removed by Filter" not in plan, plan
+        small = search.explain_vector("small", q, analyze=True)
+        assert "hnsw" not in small.lower() and "actual rows=20" in small, small
+
     def test_a_user_past_the_threshold_gets_an_hnsw_index_and_uses_it(self, pg):
         db, state, _ = pg
         rng = np.random.default_rng(3)

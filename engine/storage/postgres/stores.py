@@ -53,6 +53,9 @@ from engine.tokens import count_tokens
 
 log = logging.getLogger(__name__)
 
+HNSW_CHECK_EVERY = 500
+"""Turns recorded for one user between two looks at whether they need their HNSW index."""
+
 
 class PgDiaryStore:
     name = STORE
@@ -64,6 +67,8 @@ class PgDiaryStore:
         self.turns = PgDiaryTurns(backend.db, character_id, owners=owners)
         self.index = PgTurnSearch(backend.db, character_id, state=backend.state, owners=owners)
         self.mirror = PgSearchMirror(self.index, embedder, paths)
+        self._recorded: dict[str, int] = {}
+        self._hnsw_done: set[str] = set()
         self.paths, self.config, self.embedder, self.llm = paths, config, embedder, llm
         self.tz, self.prompts, self.budget_tokens = tz, prompts, budget_tokens
         self._names: Names | None = None
@@ -228,6 +233,16 @@ class PgDiaryStore:
         vectors = self._vectors([stored])  # outside any transaction: the slow part
         if self.turns.append(turn.user_id, stored):
             self._index(turn.user_id, [stored], vectors)
+            self._schedule_hnsw(turn.user_id)
+
+    def _schedule_hnsw(self, user_id: str) -> None:
+        """Every `HNSW_CHECK_EVERY` turns this worker records for a user (and at its first), build
+        the user's HNSW index if they crossed `hnsw_min_rows` (in this background job; another
+        worker building it already is skipped). `kioku db index` does it for every user."""
+        n = self._recorded[user_id] = self._recorded.get(user_id, 0) + 1
+        if self.index.pgvector and n % HNSW_CHECK_EVERY == 1 and user_id not in self._hnsw_done:
+            if self.index.ensure_owner_index(user_id) is not None:
+                self._hnsw_done.add(user_id)
 
     def _index(self, user_id: str, turns: Sequence[StoredTurn], vectors: np.ndarray | None = None) -> int:
         """Write the turns' search rows: whole-turn vector and per-half vectors (`turn_vectors`)."""
