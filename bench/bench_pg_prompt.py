@@ -93,7 +93,23 @@ def config(data: Path, upstream: str, storage: dict | None) -> object:
 def timed(orch: MemoryOrchestrator, qs: list[tuple[str, datetime]], label: str) -> list[float]:
     t0 = time.perf_counter()
     orch.build_prompt("我们上次聊猫是什么时候？", user_id="bench")
-    print(f"{label}: first prompt (opens the user's index) {time.perf_counter() - t0:.1f}s")
+    print(f"{label}: first prompt {time.perf_counter() - t0:.1f}s")
+    mirror = getattr(orch.store("diary"), "mirror", None)
+    if mirror is not None:
+        # A fresh worker builds its copy of a large user's index in the background (the first
+        # prompts search in SQL meanwhile): wait for it, so the timed prompts run the copy.
+        from engine.search.base import SearchRequest
+
+        cold: list[float] = []
+        while mirror.search("bench", SearchRequest(text="猫", vector=None, k=1)) is None:
+            text, now = qs[len(cold) % len(qs)]
+            t1 = time.perf_counter()
+            orch.build_prompt(text, user_id="bench", now=now)  # the SQL search meanwhile
+            cold.append((time.perf_counter() - t1) * 1000)
+            time.sleep(0.5)
+        print(f"{label}: the worker's copy of the user's search index built {time.perf_counter() - t0:.0f}s "
+              f"after the first prompt; {len(cold)} prompts meanwhile (SQL search): "
+              + (f"p50 {statistics.median(cold):.0f} ms" if cold else "none"))
     out = []
     parts: dict[str, list[float]] = {}
     for text, now in qs:

@@ -105,3 +105,24 @@ def test_a_second_worker_sees_adds_edits_and_forgets(pg, tmp_path):
     assert "m9" in found(c, "阿黄") and "m2" not in found(c, "火锅")
     b.close()
     c.close()
+
+
+def test_a_copy_far_behind_is_built_in_the_background_meanwhile_none(pg, tmp_path, monkeypatch):
+    """The first search of a large user on a fresh worker does not wait for the build (the diary
+    searches in SQL meanwhile); once built, the copy answers."""
+    import time
+
+    import engine.storage.postgres.mirror as mirror_module
+
+    db, state, _ = pg
+    embedder = Hashed()
+    search = _write(db, state, embedder, [_stored(i, u, a) for i, (u, a) in enumerate(TURNS)], user="u3")
+    monkeypatch.setattr(mirror_module, "BACKGROUND_OVER", 3)
+    mirror = PgSearchMirror(search, embedder, CharacterPaths(tmp_path / "w" / "mirror"))
+    request = SearchRequest(text="火锅", vector=embedder.embed(["火锅"])[0], k=5)
+    assert mirror.search("u3", request) is None
+    deadline = time.monotonic() + 30
+    while (found := mirror.search("u3", request)) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert found and found[0].turn_id == "m2"
+    mirror.close()

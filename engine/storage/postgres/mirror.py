@@ -26,6 +26,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -43,6 +44,10 @@ log = logging.getLogger(__name__)
 
 FETCH = 5_000
 """Rows per round trip while catching up (bounds memory on a first build of a large user)."""
+BACKGROUND_OVER = 5_000
+"""A copy this many rows behind when a worker first opens it is caught up in a background thread
+(indexing 100,000 turns takes minutes, as the files index's own build does); meanwhile `search`
+returns None and the caller searches in SQL (`PgTurnSearch.search`)."""
 
 
 def turn_vectors(embed: Callable[[list[str]], np.ndarray], pairs: Sequence[tuple[str, str]], *, dim: int) -> np.ndarray:
@@ -72,6 +77,10 @@ class _Copy:
 
     def __init__(self, folder: Path, embedder: Embedder) -> None:
         self.lock = threading.Lock()
+        self.checked = False
+        """Whether this process looked how far behind the saved copy is (once, at first use)."""
+        self.building = False
+        """A background thread is catching the copy up (and holds `lock`)."""
         self._owner_lock = FileLock(str(folder.parent / f".lock-{folder.name}"))
         folder.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -103,12 +112,65 @@ class PgSearchMirror:
         self._lock = threading.Lock()
         self._instance: str | None = None
 
-    def search(self, user_id: str, request: SearchRequest) -> list[SearchHit]:
-        """The files backend's ranking over the user's turns as the database holds them now."""
+    def search(self, user_id: str, request: SearchRequest) -> list[SearchHit] | None:
+        """The files backend's ranking over the user's turns as the database holds them now;
+        None while the copy is being built in the background (search in SQL meanwhile)."""
         copy = self._copy(user_id)
-        with copy.lock:
+        if copy.building:
+            return None
+        copy.lock.acquire()
+        if copy.building:  # started while this thread waited
+            copy.lock.release()
+            return None
+        handed = False
+        try:
+            if not copy.checked:
+                copy.checked = True
+                if self._behind(copy.index, user_id) > BACKGROUND_OVER:
+                    self._build_in_background(copy, user_id)  # the thread releases the lock
+                    handed = True
+                    return None
             self._catch_up(copy.index, user_id)
             return copy.index.search(request)
+        finally:
+            if not handed:
+                copy.lock.release()
+
+    def _behind(self, index: FileTurnIndex, user_id: str) -> int:
+        """Rows changed since the copy's saved `seq` (all of them for a copy of another database)."""
+        with self.pg.db.tx() as conn:
+            owner = self.pg.owners.get(conn, user_id, create=False)
+            if owner is None:
+                return 0
+            prefix = f"{self._instance_of(conn)}:{owner}:"
+            last = int(index.sync_token[len(prefix):]) if index.sync_token.startswith(prefix) else 0
+            return conn.execute("SELECT count(*) FROM turn_search WHERE owner_id = %s AND seq > %s",
+                                (owner, last)).fetchone()[0]
+
+    def _instance_of(self, conn) -> str:
+        if self._instance is None:
+            self._instance = conn.execute("SELECT value FROM kioku_meta WHERE key = 'instance'").fetchone()[0]
+        return self._instance
+
+    def _build_in_background(self, copy: "_Copy", user_id: str) -> None:
+        """Catch the copy up in a thread that holds its lock (handed over from the caller)."""
+
+        copy.building = True
+
+        def run() -> None:
+            try:
+                t0 = time.perf_counter()
+                self._catch_up(copy.index, user_id)
+                log.info("search copy of %s: %d turns caught up in %.1f s", user_id, len(copy.index),
+                         time.perf_counter() - t0)
+            except Exception as exc:  # noqa: BLE001 - the next search tries again (SQL meanwhile)
+                log.warning("search copy of %s: building failed (%s); searching in SQL until it is built", user_id, exc)
+                copy.checked = False
+            finally:
+                copy.building = False
+                copy.lock.release()
+
+        threading.Thread(target=run, name=f"kioku-search-copy-{user_id}", daemon=True).start()
 
     def close(self) -> None:
         with self._lock:
@@ -136,10 +198,8 @@ class PgSearchMirror:
         pg = self.pg
         column = "s.embedding" if pg.pgvector else "s.vec"
         with pg.db.tx() as conn:
-            if self._instance is None:
-                self._instance = conn.execute("SELECT value FROM kioku_meta WHERE key = 'instance'").fetchone()[0]
             owner = pg.owners.get(conn, user_id, create=False)
-            prefix = f"{self._instance}:{owner}:"
+            prefix = f"{self._instance_of(conn)}:{owner}:"
             if not index.sync_token.startswith(prefix):
                 if index.rows:  # made from another database (or user): start again
                     index.clear()

@@ -28,7 +28,7 @@ from engine.adapters.llm import LLM
 from engine.config import CoreConfig, DiaryConfig
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
-from engine.search.base import SearchRequest
+from engine.search.base import SearchHit, SearchRequest
 from engine.stores.base import Hit, Message, Query, Turn
 from engine.stores.core import CoreMemoryStore
 from engine.stores.core.admin import CoreAdmin
@@ -124,7 +124,7 @@ class PgDiaryStore:
         if self.config.search and budget >= MIN_SEARCH_TOKENS and not is_small_talk(query.message, text):
             request = SearchRequest(text=text, vector=vector, k=SEARCH_K, side=side, exclude=frozenset(covered),
                                     start=span[0] if span else None, end=span[1] if span else None)
-            found = self.mirror.search(query.user_id, request)
+            found = self._search(query.user_id, request)
             reason = "hybrid search (words + meaning)" + (", the asked range first" if span else "")
             lines = search_hits(found, tz=self.tz, budget=budget - (NOTE_RESERVE if span else 0),
                                 max_line_tokens=self.config.max_turn_tokens, skip_texts=window, reason=reason,
@@ -134,6 +134,34 @@ class PgDiaryStore:
                 shown = {i for h in lines for i in h.meta["ids"]} & {h.turn_id for h in found if h.in_range}
                 hits.append(self._omitted_note(ranges, in_range_total, in_range_total - len(shown)))
         return hits
+
+    def _search(self, user_id: str, request: SearchRequest) -> list[SearchHit]:
+        """The worker's copy of the user's index (the files ranking); while a large copy is first
+        built in the background, the search in SQL (`PgTurnSearch.search`), as halves."""
+        found = self.mirror.search(user_id, request)
+        return found if found is not None else self._sql_search(user_id, request)
+
+    def _sql_search(self, user_id: str, request: SearchRequest) -> list[SearchHit]:
+        start = datetime.fromtimestamp(request.start, timezone.utc) if request.only_range and request.start else None
+        end = datetime.fromtimestamp(request.end, timezone.utc) if request.only_range and request.end else None
+        found = [h for h in self.index.search(user_id, request.text, request.vector, k=max(1, request.k // 2),
+                                              start=start, end=end) if h.turn_id not in request.exclude]
+        stored = self.turns.get_many(user_id, [h.turn_id for h in found])
+        out: list[SearchHit] = []
+        for h in found:
+            t = stored.get(h.turn_id)
+            if t is None:
+                continue
+            why = "words" if h.lexical_rank is not None else "meaning"
+            for half, body in (("user", t.user), ("assistant", t.assistant)):
+                if not body.strip():
+                    continue
+                score = h.score * (1.0 if request.side in (None, half) else 0.9) * (1.0 if half == "user" else 0.999)
+                out.append(SearchHit(turn_id=t.id, ts=int(t.at.timestamp()), side=half, score=score,
+                                     lexical=h.lexical_score or 0.0, dense=h.cosine or 0.0, why=why, text=body,
+                                     dates=t.dates, in_range=start is not None))
+        out.sort(key=lambda s: -s.score)
+        return out
 
     def _range_candidates(self, user_id: str, ranges: list, cue: str):
         """(candidates in time order, their turns by row, the ranges described, the (start, end)
@@ -165,7 +193,7 @@ class PgDiaryStore:
 
     def _rank_in_range(self, user_id: str, cands: list[Candidate], turns: list[StoredTurn], span, vector, text: str,
                        side) -> list[Candidate]:
-        found = self.mirror.search(user_id, SearchRequest(
+        found = self._search(user_id, SearchRequest(
             text=text, vector=vector, k=min(2 * len(cands), RAW_CANDIDATES), start=span[0], end=span[1],
             only_range=True, side=side))
         best: dict[str, float] = {}
@@ -310,8 +338,8 @@ class PgDiaryStore:
         """The turns that best match `text` (words and meaning), optionally within [start, end)."""
         vector = self.embedder.embed([text], role="query")[0] if text.strip() else None
         span = (math.ceil(start.timestamp()), math.ceil(end.timestamp())) if start and end else (None, None)
-        found = self.mirror.search(user_id, SearchRequest(text=text, vector=vector, k=4 * k, start=span[0], end=span[1],
-                                                          only_range=start is not None and end is not None))
+        found = self._search(user_id, SearchRequest(text=text, vector=vector, k=4 * k, start=span[0], end=span[1],
+                                                    only_range=start is not None and end is not None))
         out: dict[str, DiarySearchResult] = {}
         for h in found:
             if h.turn_id not in out:
