@@ -14,7 +14,9 @@ and the last `seq` it holds. A query first fetches the rows changed since then (
 and forget bumps `seq`, and one user's changes commit in `seq` order, see
 `search.lock_owner_index`), so a turn recorded through another worker is found on the next
 message. A worker that starts empty builds the copy on the user's first query from the stored
-vectors (no embedding; only rows written without their per-half vectors are embedded here).
+vectors (no embedding; only rows written without their per-half vectors are embedded here); a
+copy more than `BACKGROUND_OVER` rows behind is built in a background thread while the caller
+searches in SQL (`PgTurnSearch.search`), since indexing 100,000 turns takes minutes.
 At most `max_users` copies stay open per worker (least recently used closed first; their files
 stay, so reopening one only catches up).
 """
