@@ -1,6 +1,6 @@
 """Recall bench: the protocol of shared/eval/README.md on LoCoMo, through the real engine.
 
-    .venv/bin/python bench/bench_recall.py [--data DIR] [--convs conv-26,conv-30] [--zh]
+    .venv/bin/python bench/bench_recall.py [--data DIR] [--convs conv-26,conv-30] [--zh] [--storage postgres]
 
 Each conversation is recorded as one user with `record_turn` (speaker_a's line then speaker_b's
 answer as one turn; a line with no answer gets an empty reply; a speaker_b line with no question
@@ -12,8 +12,10 @@ built messages. Memory tokens = world book + core + diary + summary of each prom
 Tuning split: the first three conversations; held-out: the last two (reported separately; the
 method was tuned on the first and only checked on the second). `--zh` also runs every JSON file
 in bench/zh_eval/ (same format) if there is one. `--data DIR` keeps the recorded users between
-runs (recording ~2,800 turns embeds ~8,000 texts; a user is recorded once per folder). Prints
-numbers; asserts nothing.
+runs (recording ~2,800 turns embeds ~8,000 texts; a user is recorded once per folder).
+`--storage postgres` runs the same protocol on the Postgres backend, in a throwaway server started
+as the tests do (tests/pg_server.py; pgserver with pgvector, `--pg-install debian` without).
+Prints numbers; asserts nothing.
 """
 
 from __future__ import annotations
@@ -99,6 +101,10 @@ def make_character(data: Path, name: str, user_name: str, language: str, zone: s
     return cid
 
 
+STORAGE: dict = {}
+"""`storage` config overrides (set by `--storage postgres`)."""
+
+
 def open_orch(data: Path, sample: dict):
     from engine.config import load_config
     from engine.orchestrator import MemoryOrchestrator
@@ -115,6 +121,7 @@ def open_orch(data: Path, sample: dict):
             "timezone": zone,
             # 1,500 memory tokens: the diary plans within its cap, the rolling summary keeps 200.
             "retrieval": {"budget_tokens": 1500, "caps": {"diary": 1300, "summary": 200}},
+            **({"storage": STORAGE} if STORAGE else {}),
         },
         env={},
     )
@@ -210,11 +217,14 @@ def main() -> None:
     parser.add_argument("--convs", help="comma-separated sample ids (default: all)")
     parser.add_argument("--zh", action="store_true", help="also run bench/zh_eval/*.json if present")
     parser.add_argument("--zh-dir", type=Path, default=ROOT / "bench" / "zh_eval", help="where the Chinese set is")
+    parser.add_argument("--storage", choices=["files", "postgres"], default="files")
+    parser.add_argument("--pg-install", choices=["pgserver", "debian"], default="pgserver")
     args = parser.parse_args()
     import faiss
 
     faiss.omp_set_num_threads(1)  # single queries: one thread is fastest (see engine/search/vectors.py)
     data = args.data or Path(tempfile.mkdtemp(prefix="kioku-recall-"))
+    server = _start_postgres(args.pg_install) if args.storage == "postgres" else None
     try:
         samples = json.loads(args.eval.read_text(encoding="utf-8"))
         if args.convs:
@@ -230,8 +240,35 @@ def main() -> None:
                 zh = json.loads(path.read_text(encoding="utf-8"))
                 run_set(f"zh {path.stem}", zh, data / f"zh-{path.stem}", tuple(s["sample_id"] for s in zh))
     finally:
+        if server is not None:
+            from engine.storage.postgres.backend import close_backends
+
+            close_backends()
+            server.stop()
         if args.data is None:
             shutil.rmtree(data, ignore_errors=True)
+
+
+def _start_postgres(install: str):
+    """A throwaway server with the schema applied; STORAGE points the orchestrators at it."""
+    import sys
+
+    import psycopg
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from pg_server import PgServer, find_install
+
+    from engine.config import load_config
+    from engine.factory import make_embedder
+    from engine.storage.postgres import upgrade
+
+    server = PgServer(find_install(install)).start()
+    conninfo = server.create_database("kioku", vector=install == "pgserver")
+    with psycopg.connect(conninfo) as conn:
+        state = upgrade(conn, dim=make_embedder(load_config(env={}).embedder).dim)
+    print(f"storage: {state.describe()}")
+    STORAGE.update(backend="postgres", url=conninfo)
+    return server
 
 
 if __name__ == "__main__":

@@ -114,7 +114,7 @@ class TestTurnSearch:
             t = StoredTurn(id=f"z{i}", at=T0 + timedelta(days=i), user=u, assistant=a)
             diary.append(user, t)
             vecs[t.id] = unit(rng)
-            search.add(user, [IndexedTurn(t.id, t.at, u, a, vecs[t.id])])
+            search.add(user, [IndexedTurn(t.id, t.at, u, a, vecs[t.id], np.stack([vecs[t.id]] * 2))])
         return diary, search, vecs
 
     @pytest.mark.parametrize(
@@ -157,11 +157,35 @@ class TestTurnSearch:
         diary.edit("u1", "z1", user="今天晚上吃了烤鱼")
         assert search.lexical_search("u1", "火锅") == []
         assert search.missing("u1") == ["z1"]
-        search.add("u1", [IndexedTurn("z1", T0 + timedelta(days=1), "今天晚上吃了烤鱼", "记得多喝水。", vecs["z1"])])
+        search.add("u1", [IndexedTurn("z1", T0 + timedelta(days=1), "今天晚上吃了烤鱼", "记得多喝水。", vecs["z1"],
+                                      np.stack([vecs["z1"]] * 2))])
         assert search.lexical_search("u1", "烤鱼")[0][0] == "z1"
         assert search.vector_search("u1", vecs["z1"], k=1)[0][0] == "z1"
         # Indexing a forgotten turn again is refused (it is not in the diary any more).
         assert search.add("u1", [IndexedTurn("z2", T0, "我讨厌吃香菜", "好的", vecs["z2"])]) == 0
+
+    def test_index_large_users_builds_only_past_the_threshold_and_the_search_reads_only_that_user(self, pg):
+        """What `kioku db index` (and the diary's record job, per user) runs: users past
+        `hnsw_min_rows` get their own partial HNSW index; their vector search is an index scan of
+        it (no filter: no other user's row is read), a small user keeps an exact scan of theirs."""
+        db, state, _ = pg
+        rng = np.random.default_rng(5)
+        diary, search = PgDiaryTurns(db, "sched"), PgTurnSearch(db, "sched", state=state, hnsw_min_rows=150)
+        for user, n in (("large", 180), ("other-large", 160), ("small", 20)):
+            turns = [turn(i) for i in range(n)]
+            diary.append_many(user, turns)
+            search.add(user, [IndexedTurn(t.id, t.at, t.user, t.assistant, unit(rng)) for t in turns])
+        built = search.index_large_users()
+        if state.vector_mode != "pgvector":
+            assert built == []
+            return
+        assert len(built) == 2 and search.index_large_users() == []
+        q = unit(rng)
+        plan = search.explain_vector("large", q, analyze=True)
+        assert search.ensure_owner_index("large") in plan and "Index Scan" in plan, plan
+        assert "Seq Scan" not in plan and "Rows Removed by Filter" not in plan, plan
+        small = search.explain_vector("small", q, analyze=True)
+        assert "hnsw" not in small.lower() and "actual rows=20" in small, small
 
     def test_a_user_past_the_threshold_gets_an_hnsw_index_and_uses_it(self, pg):
         db, state, _ = pg

@@ -60,7 +60,7 @@ def _user(request: Request, user: str) -> str:
     return user
 
 
-@public_router.get("/health", response_model=Health, responses={503: {"model": Health}}, summary="Liveness and Redis reachability")
+@public_router.get("/health", response_model=Health, responses={503: {"model": Health}}, summary="Liveness, Redis and database reachability")
 def health(request: Request, response: Response) -> Health:
     config = request.app.state.config
     redis_ok: bool | None = None
@@ -74,11 +74,18 @@ def health(request: Request, response: Response) -> Health:
             redis_ok = False
         finally:
             client.close()
-    status = "ok" if redis_ok is not False else "degraded"
+    from dataclasses import asdict
+
+    from engine.storage.health import database_health
+
+    database = database_health(config.storage)
+    ok = redis_ok is not False and (database is None or database.state == "up")
+    status = "ok" if ok else "degraded"
     if status != "ok":
         response.status_code = 503
     return Health(status=status, version=request.app.version, short_term_backend=config.short_term.backend,
-                  redis=redis_ok, characters_open=request.app.state.registry.opened())
+                  redis=redis_ok, characters_open=request.app.state.registry.opened(),
+                  storage_backend=config.storage.backend, database=asdict(database) if database else None)
 
 
 @router.post("/users/{user}/prompt", response_model=PromptPreview, responses=_ERRORS,

@@ -134,6 +134,9 @@ class Health(BaseModel):
     redis: bool | None = None
     """Whether Redis answers a ping (None with the file backend)."""
     characters_open: list[str]
+    storage_backend: str = "files"
+    database: dict[str, str] | None = None
+    """postgres only: {"state": "up" | "down" | "schema", "where": "user@host:port/db", "detail": ...}."""
 
 
 class PromptRequest(RequestBody):

@@ -1,4 +1,4 @@
-"""`kioku db upgrade | status | import | export`, and the storage line `kioku serve` prints at start.
+"""`kioku db upgrade | status | import | export | index`, and the storage line `kioku serve` prints at start.
 
 Kept out of `engine/cli.py` (which only registers the command): everything here needs the
 `postgres` extra, imported when a `db` command runs.
@@ -20,7 +20,9 @@ def add_parser(sub: Any, command: Any, common: Any) -> tuple[argparse.ArgumentPa
     """Register `kioku db` (`command` is cli's `_command`, `common` its `_common`)."""
     p = command(sub, "db", help="PostgreSQL storage: apply migrations, show the schema, import a data folder, export",
                 example=EXAMPLE)
-    p.add_argument("action", choices=["upgrade", "status", "import", "export"])
+    p.add_argument("action", choices=["upgrade", "status", "import", "export", "index"],
+                   help="index: build the per-user HNSW vector index of every user past the size threshold "
+                        "(workers also do it as users grow)")
     p.add_argument("folder", type=Path, nargs="?", default=None,
                    help="import: the files data folder to copy from (holding agents/); export: the folder to write")
     p.add_argument("--character", action="append", default=None,
@@ -56,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
         if args.action == "status":
             print(f"kioku: {state.describe()}")
             return 0
+        if args.action == "index":
+            return _index(db, state, args.character)
         if args.folder is None:
             raise ConfigError(f"kioku db {args.action} needs a folder")
         if args.action == "import":
@@ -80,6 +84,20 @@ def _import(db: Any, state: Any, config: Any, folder: Path, only: list[str] | No
               f"new; {report.indexed} turn(s) indexed")
         for problem in report.problems:
             print(f"kioku: {character_id}: skipped: {problem}")
+    return 0
+
+
+def _index(db: Any, state: Any, only: list[str] | None) -> int:
+    from engine.storage.postgres.search import PgTurnSearch
+
+    if state.vector_mode != "pgvector":
+        print("kioku: no pgvector in this database: vectors are searched in the worker, there is no index to build")
+        return 0
+    with db.tx() as conn:
+        found = [r[0] for r in conn.execute("SELECT DISTINCT character_id FROM owners ORDER BY 1").fetchall()]
+    for character_id in only or found:
+        built = PgTurnSearch(db, character_id, state=state).index_large_users()
+        print(f"kioku: {character_id}: {len(built)} HNSW index(es) built" + (f" ({', '.join(built)})" if built else ""))
     return 0
 
 

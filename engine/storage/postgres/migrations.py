@@ -220,7 +220,18 @@ def _v2(conn: psycopg.Connection, ctx: Context) -> None:
     conn.execute(_V2)
 
 
+# v3: the per-half vectors (user line, assistant line) next to the whole-turn one, as float16
+# bytes (2, dim): the diary's search ranks halves (engine.search.rank), and every worker's copy of
+# a user's index (mirror.py) reads them from here instead of embedding again.
+def _v3(conn: psycopg.Connection, ctx: Context) -> None:
+    conn.execute("ALTER TABLE turn_search ADD COLUMN halves bytea")
+    # Which database a worker's search copy was made from (it starts again on another one).
+    conn.execute("INSERT INTO kioku_meta (key, value) VALUES ('instance', gen_random_uuid()::text) "
+                 "ON CONFLICT (key) DO NOTHING")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "owners, diary turns + search index, facts + history, window, journal + jobs", _v1),
     Migration(2, "core facts: forget revisions, revision turns, per-user version and pending turns", _v2),
+    Migration(3, "turn search: per-half vectors (user line, assistant line)", _v3),
 )

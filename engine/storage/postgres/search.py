@@ -39,6 +39,8 @@ from engine.storage.postgres.schema import SchemaState
 
 _SEARCH_LOCK = 1
 """Advisory-lock kind for a user's search rows (see `lock_owner_index`)."""
+_BUILD_LOCK = 2
+"""Advisory-lock kind held (per session) while one worker builds a user's HNSW index."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,10 @@ class IndexedTurn:
     user: str
     assistant: str
     vector: np.ndarray | None = None
-    """(dim,) float32, L2-normalised (passage role); None: lexical only until re-added."""
+    """(dim,) float32, L2-normalised (passage role) of the whole turn; None: lexical only until re-added."""
+    halves: np.ndarray | None = None
+    """(2, dim): the user line's and the assistant line's vectors (zeros for an empty line), as
+    `turn_vectors` makes them; None: the search mirror embeds them itself until re-added."""
 
 
 @dataclass(frozen=True)
@@ -131,19 +136,20 @@ class PgTurnSearch:
                 for t in turns:
                     at, _ = split_time(t.at, what=f"turn {t.turn_id!r} time")
                     cur.execute(
-                        f"INSERT INTO turn_search (owner_id, turn_id, at, lexemes, model, {column}) "
+                        f"INSERT INTO turn_search (owner_id, turn_id, at, lexemes, model, {column}, halves) "
                         f"SELECT d.owner_id, d.turn_id, %s, array_to_tsvector(ARRAY[%s]) || to_tsvector(%s::regconfig, %s), "
-                        f"'', %s FROM diary_turns d WHERE d.owner_id = %s AND d.turn_id = %s AND d.deleted_at IS NULL "
+                        f"'', %s, %s FROM diary_turns d WHERE d.owner_id = %s AND d.turn_id = %s AND d.deleted_at IS NULL "
                         f"ON CONFLICT (owner_id, turn_id) DO UPDATE SET at = EXCLUDED.at, lexemes = EXCLUDED.lexemes, "
-                        f"{column} = EXCLUDED.{column}, live = true, seq = nextval('turn_search_seq')",
+                        f"{column} = EXCLUDED.{column}, halves = EXCLUDED.halves, live = true, "
+                        f"seq = nextval('turn_search_seq')",
                         (at, owner_token(owner), self.state.lexical_config, document_text(t.user, t.assistant),
-                         self._vector_param(t.vector), owner, t.turn_id),
+                         self._vector_param(t.vector), self._halves_param(t.halves), owner, t.turn_id),
                     )
                     written += cur.rowcount
             return written
 
     def missing(self, user_id: str, *, limit: int = 1000) -> list[str]:
-        """Ids of live diary turns that have no search row or no vector (to index them)."""
+        """Ids of live diary turns that have no search row or no vectors (to index them)."""
         column = "embedding" if self.pgvector else "vec"
         with self.db.tx() as conn:
             owner = self.owners.get(conn, user_id, create=False)
@@ -151,7 +157,8 @@ class PgTurnSearch:
                 return []
             rows = conn.execute(
                 f"SELECT d.turn_id FROM diary_turns d LEFT JOIN turn_search s USING (owner_id, turn_id) "
-                f"WHERE d.owner_id = %s AND d.deleted_at IS NULL AND (s.turn_id IS NULL OR NOT s.live OR s.{column} IS NULL) "
+                f"WHERE d.owner_id = %s AND d.deleted_at IS NULL AND (s.turn_id IS NULL OR NOT s.live OR s.{column} IS NULL "
+                f"OR s.halves IS NULL) "
                 f"ORDER BY d.at LIMIT %s",
                 (owner, limit),
             ).fetchall()
@@ -159,15 +166,32 @@ class PgTurnSearch:
 
     def ensure_owner_index(self, user_id: str) -> str | None:
         """Build the user's partial HNSW index once they have `hnsw_min_rows` indexed turns
-        (pgvector only; CREATE INDEX CONCURRENTLY, so writers are not blocked). Returns its name."""
+        (pgvector only; CREATE INDEX CONCURRENTLY, so writers are not blocked). Returns its name,
+        None when the user is below the threshold (or another worker is building it now)."""
         if not self.pgvector:
             return None
         with self.db.tx() as conn:
             owner = self.owners.get(conn, user_id, create=False)
-            if owner is None:
-                return None
+        return None if owner is None else self._ensure_index(owner)
+
+    def index_large_users(self) -> list[str]:
+        """Build the HNSW index of every user of this character past `hnsw_min_rows` that has
+        none yet (`kioku db index`; the diary's record job calls `ensure_owner_index`)."""
+        if not self.pgvector:
+            return []
+        with self.db.tx() as conn:
+            owners = [r[0] for r in conn.execute(
+                "SELECT o.id FROM owners o WHERE o.character_id = %s "
+                "AND NOT EXISTS (SELECT 1 FROM owner_vector_index i WHERE i.owner_id = o.id) "
+                "AND (SELECT count(*) FROM turn_search s WHERE s.owner_id = o.id AND s.live) >= %s ORDER BY o.id",
+                (self.owners.character_id, self.hnsw_min_rows)).fetchall()]
+        return [name for owner in owners if (name := self._ensure_index(owner)) is not None]
+
+    def _ensure_index(self, owner: int) -> str | None:
+        with self.db.tx() as conn:
             row = conn.execute("SELECT index_name FROM owner_vector_index WHERE owner_id = %s", (owner,)).fetchone()
             if row is not None:
+                self._owner_index[owner] = row[0]
                 return row[0]
             rows = conn.execute("SELECT count(*) FROM turn_search WHERE owner_id = %s AND live", (owner,)).fetchone()[0]
         if rows < self.hnsw_min_rows:
@@ -175,6 +199,10 @@ class PgTurnSearch:
         name = f"turn_search_hnsw_o{int(owner)}"
         with self.db.connection() as conn:
             conn.autocommit = True
+            # One builder per user across workers: the others go on and find it built later.
+            if not conn.execute("SELECT pg_try_advisory_lock(%s)", (int(owner) * 8 + _BUILD_LOCK,)).fetchone()[0]:
+                conn.autocommit = False
+                return None
             try:
                 # A build over 100k rows takes minutes; the pool's per-statement cap is for queries.
                 conn.execute("SET statement_timeout = 0")
@@ -187,6 +215,7 @@ class PgTurnSearch:
                     "ON CONFLICT (owner_id) DO NOTHING", (owner, name, rows))
             finally:
                 conn.execute("RESET statement_timeout")
+                conn.execute("SELECT pg_advisory_unlock(%s)", (int(owner) * 8 + _BUILD_LOCK,))
                 conn.autocommit = False
         self._owner_index[owner] = name
         return name
@@ -256,18 +285,20 @@ class PgTurnSearch:
             }).fetchall()
             return [(r[0], float(r[1])) for r in rows]
 
-    def explain_vector(self, user_id: str, vector: np.ndarray, *, k: int = 20) -> str:
-        """The plan `vector_search` runs for this user (exact scan or their HNSW index)."""
+    def explain_vector(self, user_id: str, vector: np.ndarray, *, k: int = 20, analyze: bool = False) -> str:
+        """The plan `vector_search` runs for this user (exact scan or their HNSW index); with
+        `analyze`, as run (rows read, rows removed by a filter)."""
+        how = "ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF" if analyze else "COSTS OFF"
         with self.db.tx() as conn:
             owner = self.owners.get(conn, user_id, create=False) or 0
             self._register(conn)
             if self._index_of(conn, owner) is None:
-                sql = ("EXPLAIN (COSTS OFF) SELECT turn_id FROM (SELECT turn_id, embedding <=> %s AS d FROM turn_search "
+                sql = (f"EXPLAIN ({how}) SELECT turn_id FROM (SELECT turn_id, embedding <=> %s AS d FROM turn_search "
                        f"WHERE owner_id = {int(owner)} AND live AND embedding IS NOT NULL OFFSET 0) s ORDER BY d LIMIT %s")
                 params = (np.asarray(vector, np.float32), k)
             else:
                 conn.execute("SET LOCAL enable_sort = off")
-                sql = (f"EXPLAIN (COSTS OFF) SELECT turn_id FROM turn_search WHERE owner_id = {int(owner)} AND live "
+                sql = (f"EXPLAIN ({how}) SELECT turn_id FROM turn_search WHERE owner_id = {int(owner)} AND live "
                        "ORDER BY embedding <=> %s LIMIT %s")
                 params = (np.asarray(vector, np.float32), k)
             return "\n".join(r[0] for r in conn.execute(sql, params).fetchall())
@@ -294,6 +325,14 @@ class PgTurnSearch:
         if v.shape != (self.state.dim,):
             raise ValueError(f"turn vector has shape {v.shape}, the index holds {self.state.dim}-dim vectors")
         return v if self.pgvector else v.astype("<f4").tobytes()
+
+    def _halves_param(self, halves: np.ndarray | None) -> bytes | None:
+        if halves is None:
+            return None
+        h = np.asarray(halves, dtype=np.float32)
+        if h.shape != (2, self.state.dim):
+            raise ValueError(f"half vectors have shape {h.shape}, the index holds (2, {self.state.dim})")
+        return h.astype("<f2").tobytes()
 
 
 _MIN = datetime.fromisoformat("0001-01-02T00:00:00+00:00")

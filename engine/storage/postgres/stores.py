@@ -1,11 +1,13 @@
 """The diary and core-memory stores of the Postgres backend (the `Store` protocol, same names).
 
 Diary (`PgDiaryStore`): a turn is tagged and its relative dates resolved as in the files backend,
-then written to `diary_turns` and indexed in `turn_search` (vector + jieba/tsvector). A prompt
-asks the database: a past range the message asks about is an index range scan on (user, time),
-answered whole when it fits the budget, else by its most relevant turns (the search restricted to
-the range) with a note of how many were left out; then the hybrid search over every turn of the
-user fills the budget left. Rendering is the diary's own (`engine.stores.diary.render`).
+then written to `diary_turns` and indexed in `turn_search` (whole-turn and per-line vectors,
+jieba/tsvector). A prompt follows the files diary's `answer` step for step: a past range the
+message asks about is an index range scan on (user, time), answered whole, by its most relevant
+turns or by day digests; then the search fills the budget left. The search is the files
+backend's own ranking (`engine.search`) run over a copy of the user's rows that each worker keeps
+up to date from the table (`mirror.py`), so both backends rank alike. Rendering is the diary's
+own (`engine.stores.diary.render`).
 
 Core (`PgCoreStore`): the files core store with its fact repository swapped for
 `PgFactRepository` (extraction, reconciliation, relevance and administration unchanged).
@@ -14,9 +16,10 @@ Core (`PgCoreStore`): the files core store with its fact repository swapped for
 from __future__ import annotations
 
 import logging
+import math
 import zoneinfo
 from collections.abc import Sequence
-from datetime import date, datetime
+from datetime import date, datetime, timezone
 
 import numpy as np
 
@@ -25,27 +28,33 @@ from engine.adapters.llm import LLM
 from engine.config import CoreConfig, DiaryConfig
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
-from engine.search.base import SearchHit
+from engine.search.base import SearchHit, SearchRequest
 from engine.stores.base import Hit, Message, Query, Turn
 from engine.stores.core import CoreMemoryStore
 from engine.stores.core.admin import CoreAdmin
 from engine.stores.core.extraction import Extraction
 from engine.stores.diary.admin import DiarySearchResult
 from engine.stores.diary.answer import (
-    MIN_SEARCH_TOKENS, RAW_CANDIDATES, SEARCH_K, Names, is_small_talk, search_text, side_of,
+    MIN_SEARCH_TOKENS, RAW_CANDIDATES, SEARCH_K, Names, _has_content, is_small_talk, search_text, side_of,
 )
 from engine.stores.diary.dates import resolve_dates
 from engine.stores.diary.entry import DiaryEntry
 from engine.stores.diary.recall import clip_to_past, decide
-from engine.stores.diary.render import STORE, Candidate, fmt_range, raw_hits, search_hits
-from engine.stores.diary.writing import write_tag
+from engine.stores.diary.render import (
+    NOTE_RESERVE, STORE, Candidate, digest_hits, fmt_range, raw_hits, search_hits,
+)
+from engine.stores.diary.writing import fallback_digest, write_tag
 from engine.storage.postgres.backend import PgBackend
 from engine.storage.postgres.core_repo import PgFactRepository
 from engine.storage.postgres.diary import PgDiaryTurns, StoredTurn
+from engine.storage.postgres.mirror import PgSearchMirror, turn_vectors
 from engine.storage.postgres.search import IndexedTurn, PgTurnSearch
 from engine.tokens import count_tokens
 
 log = logging.getLogger(__name__)
+
+HNSW_CHECK_EVERY = 500
+"""Turns recorded for one user between two looks at whether they need their HNSW index."""
 
 
 class PgDiaryStore:
@@ -57,6 +66,9 @@ class PgDiaryStore:
         owners = backend.owners(character_id)
         self.turns = PgDiaryTurns(backend.db, character_id, owners=owners)
         self.index = PgTurnSearch(backend.db, character_id, state=backend.state, owners=owners)
+        self.mirror = PgSearchMirror(self.index, embedder, paths)
+        self._recorded: dict[str, int] = {}
+        self._hnsw_done: set[str] = set()
         self.paths, self.config, self.embedder, self.llm = paths, config, embedder, llm
         self.tz, self.prompts, self.budget_tokens = tz, prompts, budget_tokens
         self._names: Names | None = None
@@ -69,6 +81,8 @@ class PgDiaryStore:
         return []
 
     def retrieve(self, query: Query) -> list[Hit]:
+        """What the files diary's `answer` puts in a prompt, step for step, over the database:
+        a past range the message asks about (an index range scan), then the shared search."""
         if not self.config.enabled:
             return []
         from engine.timeparse import parse_time_ranges
@@ -81,57 +95,57 @@ class PgDiaryStore:
         decision = decide(query.message, has_past_range=bool(ranges), require_cue=self.config.require_recall_cue,
                           before_today=any(stop <= today for _, (_, stop) in ranges))
         vector = _message_vector(query)
+        window = {" ".join(m.get("content", "").split()) for m in query.recent}
+        side = side_of(query.message, names)
         text = search_text(query.message, [e.span for e in expressions], names)
-        hits: list[Hit] = []
-        covered: set[str] = set()
         budget = self.budget_tokens
+        hits: list[Hit] = []
+        span = None
+        covered: set[str] = set()
+        in_range_total = 0
         if decision.use:
-            hits += self._range_hits(query.user_id, ranges, decision.cue, vector, text)
-            covered = {str(i) for h in hits for i in (h.meta.get("ids") or [h.meta.get("id")]) if i}
-            budget -= sum(h.tokens or count_tokens(h.text) for h in hits)
+            cands, turns, described, span = self._range_candidates(query.user_id, ranges, decision.cue)
+            if cands and _has_content(text, decision.cue):
+                # A question about content with a time range: the whole range when it fits in
+                # half the budget, else the search with the range's matching lines first.
+                range_hits = self._range_lines(query.user_id, cands, turns, described, budget // 2)
+                if any(h.meta.get("kind") in ("omitted", "digest") for h in range_hits):
+                    in_range_total = len(cands)
+                    range_hits = []
+            else:
+                if len(cands) > 1 and _has_content(text, decision.cue):
+                    cands = self._rank_in_range(query.user_id, cands, turns, span, vector, text, side)
+                range_hits = self._range_lines(query.user_id, cands, turns, described, budget)
+            covered = {str(i) for h in range_hits for i in (h.meta.get("ids") or [h.meta.get("id")]) if i}
+            if not in_range_total:
+                span = None
+            hits += range_hits
+            budget -= sum(h.tokens or count_tokens(h.text) for h in range_hits)
         if self.config.search and budget >= MIN_SEARCH_TOKENS and not is_small_talk(query.message, text):
-            found = self._search(query.user_id, text, vector, side=side_of(query.message, names), exclude=covered)
-            window = {" ".join(m.get("content", "").split()) for m in query.recent}
-            hits += search_hits(found, tz=self.tz, budget=budget, max_line_tokens=self.config.max_turn_tokens,
-                                skip_texts=window, reason="hybrid search (words + meaning)", names=(names.user, names.char))
+            request = SearchRequest(text=text, vector=vector, k=SEARCH_K, side=side, exclude=frozenset(covered),
+                                    start=span[0] if span else None, end=span[1] if span else None)
+            found = self._search(query.user_id, request)
+            reason = "hybrid search (words + meaning)" + (", the asked range first" if span else "")
+            lines = search_hits(found, tz=self.tz, budget=budget - (NOTE_RESERVE if span else 0),
+                                max_line_tokens=self.config.max_turn_tokens, skip_texts=window, reason=reason,
+                                names=(names.user, names.char))
+            hits += lines
+            if span:
+                shown = {i for h in lines for i in h.meta["ids"]} & {h.turn_id for h in found if h.in_range}
+                hits.append(self._omitted_note(ranges, in_range_total, in_range_total - len(shown)))
         return hits
 
-    def _range_hits(self, user_id: str, ranges: list, cue: str, vector: np.ndarray | None, text: str) -> list[Hit]:
-        turns: dict[str, StoredTurn] = {}
-        parts = []
-        for expr, (start, stop) in ranges:
-            found = self.turns.range(user_id, start, stop, limit=RAW_CANDIDATES)
-            desc = fmt_range(expr.start, expr.end, self.tz)
-            parts.append(f'"{expr.text}" {desc}')
-            for t in found:
-                turns.setdefault(t.id, t)
-        described = "; ".join(parts)
-        if not turns:
-            note = (f"（{described} 没有任何对话记录）" if self.prompts.language == "zh"
-                    else f"(no conversation records for {described})")
-            return [Hit(STORE, note, 1.0, f"{described}: 0 turns", pinned=True, meta={"kind": "empty"})]
-        ordered = sorted(turns.values(), key=lambda t: (t.at, t.id))
-        scores: dict[str, float] = {}
-        if len(ordered) > 1 and text.strip():
-            start, stop = ranges[0][1]
-            for h in self.index.search(user_id, text, vector, k=min(len(ordered), RAW_CANDIDATES), start=start, end=stop):
-                scores[h.turn_id] = h.score
-        reason = f"{described}, {len(ordered)} turns" + (f', recall cue "{cue}"' if cue else "")
-        cands = [Candidate(i, int(t.at.timestamp()), t.local_day.isoformat(), t.tag, scores.get(t.id, 0.0), reason)
-                 for i, t in enumerate(ordered)]
-        hits, left = raw_hits(cands, lambda pool: [ordered[c.row].to_entry() for c in pool], tz=self.tz,
-                              budget=self.budget_tokens, max_turn_tokens=self.config.max_turn_tokens, limit=RAW_CANDIDATES)
-        if left:
-            how = "，以上是最相关的部分" if self.prompts.language == "zh" else "; the most relevant ones are shown"
-            note = self.prompts.render("diary_omitted", range=described, total=len(cands), omitted=left, how=how)
-            hits.append(Hit(STORE, note, 1.0, f"{left} of {len(cands)} turns left out for the token budget",
-                            pinned=True, meta={"kind": "omitted", "omitted": left, "total": len(cands)}))
-        return hits
+    def _search(self, user_id: str, request: SearchRequest) -> list[SearchHit]:
+        """The worker's copy of the user's index (the files ranking); while a large copy is first
+        built in the background, the search in SQL (`PgTurnSearch.search`), as halves."""
+        found = self.mirror.search(user_id, request)
+        return found if found is not None else self._sql_search(user_id, request)
 
-    def _search(self, user_id: str, text: str, vector: np.ndarray | None, *, side: str | None,
-                exclude: set[str]) -> list[SearchHit]:
-        """The index's best turns as halves (the diary's rendering shows lines), best first."""
-        found = [h for h in self.index.search(user_id, text, vector, k=SEARCH_K // 2) if h.turn_id not in exclude]
+    def _sql_search(self, user_id: str, request: SearchRequest) -> list[SearchHit]:
+        start = datetime.fromtimestamp(request.start, timezone.utc) if request.only_range and request.start else None
+        end = datetime.fromtimestamp(request.end, timezone.utc) if request.only_range and request.end else None
+        found = [h for h in self.index.search(user_id, request.text, request.vector, k=max(1, request.k // 2),
+                                              start=start, end=end) if h.turn_id not in request.exclude]
         stored = self.turns.get_many(user_id, [h.turn_id for h in found])
         out: list[SearchHit] = []
         for h in found:
@@ -140,13 +154,94 @@ class PgDiaryStore:
                 continue
             why = "words" if h.lexical_rank is not None else "meaning"
             for half, body in (("user", t.user), ("assistant", t.assistant)):
-                # The half the question is about ranks first (as the files index's side bonus does).
-                score = h.score * (1.0 if side in (None, half) else 0.9) * (1.0 if half == "user" else 0.999)
+                if not body.strip():
+                    continue
+                score = h.score * (1.0 if request.side in (None, half) else 0.9) * (1.0 if half == "user" else 0.999)
                 out.append(SearchHit(turn_id=t.id, ts=int(t.at.timestamp()), side=half, score=score,
                                      lexical=h.lexical_score or 0.0, dense=h.cosine or 0.0, why=why, text=body,
-                                     dates=t.dates))
+                                     dates=t.dates, in_range=start is not None))
         out.sort(key=lambda s: -s.score)
         return out
+
+    def _range_candidates(self, user_id: str, ranges: list, cue: str):
+        """(candidates in time order, their turns by row, the ranges described, the (start, end)
+        epoch span of the first range), with the files diary's bounds."""
+        turns: list[StoredTurn] = []
+        seen: set[str] = set()
+        parts = []
+        first = None
+        for expr, (start, stop) in ranges:
+            clipped = stop < expr.end
+            # Half-open [start, end); a range clipped at now keeps the turns of now's second.
+            last = math.floor(stop.timestamp()) if clipped else math.ceil(expr.end.timestamp()) - 1
+            lo = math.ceil(start.timestamp())
+            if first is None:
+                first = (lo, last + 1)
+            found = self.turns.range(user_id, datetime.fromtimestamp(lo, timezone.utc),
+                                     datetime.fromtimestamp(last + 1, timezone.utc))
+            parts.append(f'"{expr.text}" {fmt_range(expr.start, expr.end, self.tz)}')
+            for t in found:
+                if t.id not in seen:
+                    seen.add(t.id)
+                    turns.append(t)
+        described = "；".join(parts) if self.prompts.language == "zh" else "; ".join(parts)
+        turns.sort(key=lambda t: (int(t.at.timestamp()), t.id))
+        reason = f"{described}, {len(turns)} turns" + (f', recall cue "{cue}"' if cue else "")
+        cands = [Candidate(i, int(t.at.timestamp()), t.at.astimezone(self.tz).date().isoformat(), t.tag, 0.0, reason)
+                 for i, t in enumerate(turns)]
+        return cands, turns, described, first
+
+    def _rank_in_range(self, user_id: str, cands: list[Candidate], turns: list[StoredTurn], span, vector, text: str,
+                       side) -> list[Candidate]:
+        found = self._search(user_id, SearchRequest(
+            text=text, vector=vector, k=min(2 * len(cands), RAW_CANDIDATES), start=span[0], end=span[1],
+            only_range=True, side=side))
+        best: dict[str, float] = {}
+        for h in found:
+            best[h.turn_id] = max(best.get(h.turn_id, 0.0), h.score)
+        return [Candidate(c.row, c.ts, c.day, c.tag, best.get(turns[c.row].id, 0.0), c.reason) for c in cands]
+
+    def _range_lines(self, user_id: str, cands: list[Candidate], turns: list[StoredTurn], described: str,
+                     budget: int) -> list[Hit]:
+        """A used range: all its turns, its best turns, or per-day digests, plus the notes."""
+        language = self.prompts.language
+        if not cands:
+            text = f"（{described} 没有任何对话记录）" if language == "zh" else f"(no conversation records for {described})"
+            return [Hit(STORE, text, 1.0, f"{described}: 0 turns", pinned=True, meta={"kind": "empty"})]
+        days = {c.day for c in cands}
+        if len(cands) <= self.config.digest_over_turns or len(days) == 1:
+            hits, left = raw_hits(cands, lambda pool: [turns[c.row].to_entry() for c in pool], tz=self.tz,
+                                  budget=budget, max_turn_tokens=self.config.max_turn_tokens, limit=RAW_CANDIDATES)
+            if not left:
+                return hits
+            how = "，以上是最相关的部分" if language == "zh" else "; the most relevant ones are shown"
+            note = self.prompts.render("diary_omitted", range=described, total=len(cands), omitted=left, how=how)
+            reason = f"{left} of {len(cands)} turns left out for the token budget"
+        else:
+            digests = {d.isoformat(): (n, text) for d, n, text, _ in self.turns.digests(user_id)}
+
+            def digest_for(day: str, group: list[Candidate]) -> tuple[str, str]:
+                n, text = digests.get(day, (0, ""))
+                if text and n == len(group):
+                    return text, "llm digest"
+                return fallback_digest([c.tag for c in group], language=language), "digest from tags"
+
+            hits, left, left_days = digest_hits(cands, digest_for, language=language, budget=budget)
+            more = ""
+            if left_days:
+                more = (f"，另有 {left_days} 天（{left} 轮）限于篇幅未列出" if language == "zh"
+                        else f"; {left_days} more days ({left} turns) are left out for length")
+            note = self.prompts.render("diary_digested", range=described, total=len(cands), days=len(days), more=more)
+            reason = f"{len(cands)} turns over {len(days)} days shown as daily digests; {left} turns left out"
+        hits.append(Hit(STORE, note, 1.0, reason, pinned=True, meta={"kind": "omitted", "omitted": left, "total": len(cands)}))
+        return hits
+
+    def _omitted_note(self, ranges: list, total: int, omitted: int) -> Hit:
+        text = "; ".join(f'"{e.text}"' for e, _ in ranges)
+        how = "，以上是最相关的部分" if self.prompts.language == "zh" else "; the most relevant ones are shown"
+        note = self.prompts.render("diary_omitted", range=text, total=total, omitted=omitted, how=how)
+        return Hit(STORE, note, 1.0, f"{omitted} of {total} turns of the range not shown", pinned=True,
+                   meta={"kind": "omitted", "omitted": omitted, "total": total})
 
     def record(self, turn: Turn) -> None:
         """Tag the turn, resolve its dates, store and index it. Idempotent by turn id: a replay
@@ -156,23 +251,36 @@ class PgDiaryStore:
         existing = self.turns.get(turn.user_id, turn.id)
         if existing is not None:
             if not existing.deleted and turn.id in self.index.missing(turn.user_id):
-                self._index(turn.user_id, existing)
+                self._index(turn.user_id, [existing])
             return
         at = turn.at.astimezone(self.tz).replace(microsecond=0)
         tag, _ = write_tag(turn.user, turn.assistant, llm=self.llm, prompts=self.prompts)
         dates = resolve_dates([turn.user, turn.assistant], at, self.tz)
         stored = StoredTurn(id=turn.id, at=at, user=turn.user, assistant=turn.assistant, tag=tag, chat_id=turn.chat_id,
                             resolved_dates=tuple({"text": t, "date": d} for t, d in dates))
-        vector = self._vector(stored)  # outside any transaction: the slow part
+        vectors = self._vectors([stored])  # outside any transaction: the slow part
         if self.turns.append(turn.user_id, stored):
-            self._index(turn.user_id, stored, vector)
+            self._index(turn.user_id, [stored], vectors)
+            self._schedule_hnsw(turn.user_id)
 
-    def _vector(self, t: StoredTurn) -> np.ndarray:
-        return self.embedder.embed([f"{t.user}\n{t.assistant}"], role="passage")[0]
+    def _schedule_hnsw(self, user_id: str) -> None:
+        """Every `HNSW_CHECK_EVERY` turns this worker records for a user (and at its first), build
+        the user's HNSW index if they crossed `hnsw_min_rows` (in this background job; another
+        worker building it already is skipped). `kioku db index` does it for every user."""
+        n = self._recorded[user_id] = self._recorded.get(user_id, 0) + 1
+        if self.index.pgvector and n % HNSW_CHECK_EVERY == 1 and user_id not in self._hnsw_done:
+            if self.index.ensure_owner_index(user_id) is not None:
+                self._hnsw_done.add(user_id)
 
-    def _index(self, user_id: str, t: StoredTurn, vector: np.ndarray | None = None) -> None:
-        vector = self._vector(t) if vector is None else vector
-        self.index.add(user_id, [IndexedTurn(t.id, t.at, t.user, t.assistant, vector)])
+    def _index(self, user_id: str, turns: Sequence[StoredTurn], vectors: np.ndarray | None = None) -> int:
+        """Write the turns' search rows: whole-turn vector and per-half vectors (`turn_vectors`)."""
+        vectors = self._vectors(turns) if vectors is None else vectors
+        return self.index.add(user_id, [IndexedTurn(t.id, t.at, t.user, t.assistant, v[2], v[:2])
+                                        for t, v in zip(turns, vectors)])
+
+    def _vectors(self, turns: Sequence[StoredTurn]) -> np.ndarray:
+        return turn_vectors(lambda texts: self.embedder.embed(texts, role="passage"),
+                            [(t.user, t.assistant) for t in turns], dim=self.embedder.dim)
 
     def forget(self, user_id: str, turn_id: str) -> int:
         return self.turns.forget(user_id, turn_id)
@@ -181,7 +289,9 @@ class PgDiaryStore:
         return []
 
     def close(self) -> None:
-        """The pool belongs to the backend (shared by every character of the process)."""
+        """The search copies are this store's; the pool belongs to the backend (shared by
+        every character of the process)."""
+        self.mirror.close()
 
     # -- admin API (inspector, HTTP memory API, CLI) ----------------------------------------------
 
@@ -211,7 +321,7 @@ class PgDiaryStore:
         stored = StoredTurn.from_entry(entry)
         added = self.turns.append(user_id, stored)
         if added:
-            self._index(user_id, stored)
+            self._index(user_id, [stored])
         return added
 
     def edit(self, user_id: str, turn_id: str, *, user: str | None = None, assistant: str | None = None,
@@ -220,18 +330,24 @@ class PgDiaryStore:
         if t is None:
             raise KeyError(f"no diary entry with id {turn_id!r} for user {user_id!r}")
         if user is not None or assistant is not None:
-            self._index(user_id, t)
+            self._index(user_id, [t])
         return t.to_entry()
 
     def search(self, user_id: str, text: str, *, start: datetime | None = None, end: datetime | None = None,
                k: int = 20) -> list[DiarySearchResult]:
+        """The turns that best match `text` (words and meaning), optionally within [start, end)."""
         vector = self.embedder.embed([text], role="query")[0] if text.strip() else None
-        found = self.index.search(user_id, text, vector, k=k, start=start, end=end)
-        stored = self.turns.get_many(user_id, [h.turn_id for h in found])
-        return [DiarySearchResult(turn_id=h.turn_id, at=stored[h.turn_id].at.astimezone(self.tz), side="user",
-                                  text=stored[h.turn_id].user, score=h.score,
-                                  why="words" if h.lexical_rank is not None else "meaning")
-                for h in found if h.turn_id in stored]
+        span = (math.ceil(start.timestamp()), math.ceil(end.timestamp())) if start and end else (None, None)
+        found = self._search(user_id, SearchRequest(text=text, vector=vector, k=4 * k, start=span[0], end=span[1],
+                                                    only_range=start is not None and end is not None))
+        out: dict[str, DiarySearchResult] = {}
+        for h in found:
+            if h.turn_id not in out:
+                out[h.turn_id] = DiarySearchResult(turn_id=h.turn_id, at=datetime.fromtimestamp(h.ts, self.tz),
+                                                   side=h.side, text=h.text, score=h.score, why=h.why)
+            if len(out) >= k:
+                break
+        return list(out.values())
 
     def day_counts(self, user_id: str) -> list[tuple[date, int]]:
         return self.turns.day_counts(user_id)
@@ -242,13 +358,11 @@ class PgDiaryStore:
         return found[-1].at.astimezone(self.tz) if found else None
 
     def build_search_index(self, user_id: str, *, progress: bool = True) -> int:
-        """Index the user's turns that lack a search row or vector; returns how many."""
+        """Index the user's turns that lack a search row or vectors; returns how many."""
         done = 0
         while ids := self.index.missing(user_id, limit=256):
             stored = self.turns.get_many(user_id, ids)
-            vectors = self.embedder.embed([f"{t.user}\n{t.assistant}" for t in stored.values()], role="passage")
-            self.index.add(user_id, [IndexedTurn(t.id, t.at, t.user, t.assistant, v)
-                                     for t, v in zip(stored.values(), vectors)])
+            self._index(user_id, list(stored.values()))
             done += len(stored)
             if len(stored) < len(ids):
                 break

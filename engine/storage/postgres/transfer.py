@@ -32,6 +32,7 @@ from engine.storage.postgres.diary import PgDiaryTurns, StoredTurn
 from engine.storage.postgres.facts import PgFacts
 from engine.storage.postgres.owners import Owners
 from engine.storage.postgres.schema import SchemaState
+from engine.storage.postgres.mirror import turn_vectors
 from engine.storage.postgres.search import IndexedTurn, PgTurnSearch
 from engine.storage.postgres.window import PgWindow
 from engine.stores.core.facts import dump_facts, parse_facts
@@ -58,11 +59,6 @@ class ImportReport:
     indexed: int = 0
     problems: list[str] = field(default_factory=list)
     """Items that could not be read, each with its file and line; the rest was imported."""
-
-
-def vector_text(turn: StoredTurn) -> str:
-    """What a turn's vector is computed from when the import indexes it (both sides of the turn)."""
-    return f"{turn.user}\n{turn.assistant}"
 
 
 def import_character(db: Database, data_dir: Path, character_id: str, *, tz: ZoneInfo, state: SchemaState,
@@ -142,8 +138,12 @@ def _index(search: PgTurnSearch, user_id: str, turns: list[StoredTurn], embed: E
     done = 0
     for i in range(0, len(turns), batch):
         chunk = turns[i : i + batch]
-        vectors = embed([vector_text(t) for t in chunk]) if embed is not None else [None] * len(chunk)
-        done += search.add(user_id, [IndexedTurn(t.id, t.at, t.user, t.assistant, v) for t, v in zip(chunk, vectors)])
+        if embed is None:
+            done += search.add(user_id, [IndexedTurn(t.id, t.at, t.user, t.assistant) for t in chunk])
+            continue
+        vectors = turn_vectors(embed, [(t.user, t.assistant) for t in chunk], dim=search.state.dim)
+        done += search.add(user_id, [IndexedTurn(t.id, t.at, t.user, t.assistant, v[2], v[:2])
+                                     for t, v in zip(chunk, vectors)])
     return done
 
 

@@ -1,0 +1,128 @@
+"""The worker's copy of a user's search index (engine/storage/postgres/mirror.py): it ranks
+exactly as the files index does over the same turns, and follows adds, edits and forgets made
+through any worker (both paths: pgvector and vectors in the table)."""
+
+from __future__ import annotations
+
+import pytest  # noqa: I001
+
+pytest.importorskip("psycopg", reason="the Postgres backend needs kioku[postgres]")
+
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+
+from engine.fake_openai import hashed_embedding
+from engine.paths import CharacterPaths
+from engine.search.base import SearchRequest, TurnDoc
+from engine.search.files import FileTurnIndex
+from engine.storage.postgres.diary import PgDiaryTurns, StoredTurn
+from engine.storage.postgres.mirror import PgSearchMirror, turn_vectors
+from engine.storage.postgres.search import IndexedTurn, PgTurnSearch
+from pg_server import pg, pg_db, pg_plain_server, pg_vector_server  # noqa: F401 - fixtures
+
+TZ = timezone(timedelta(hours=8))
+T0 = datetime(2024, 3, 1, 20, 0, tzinfo=TZ)
+TURNS = [
+    ("我昨天去了国家博物馆，看了恐龙化石", "听起来很有意思！你最喜欢哪一块？"),
+    ("霸王龙的头骨", "那个头骨真的很震撼。"),
+    ("今天晚上吃了重庆火锅，太辣了", "记得多喝水。"),
+    ("我讨厌吃香菜", "好的，我记住了。"),
+    ("I went hiking with my cats last weekend", "That sounds lovely. Where did you go?"),
+    ("Up the hill behind the lake", "Cats on a hike, that is rare!"),
+    ("我的猫叫阿黄，它很胖", "阿黄好可爱。"),
+    ("", "早上好！今天有什么计划？"),
+]
+QUERIES = ["博物馆里看了什么", "火锅", "where did I go hiking", "我的猫叫什么", "香菜", "霸王龙"]
+
+
+class Hashed:
+    model_id = "test/hashed-384"
+    dim = 384
+    default_thresholds = {}
+
+    def embed(self, texts, *, role="passage"):
+        return np.array([hashed_embedding(t, self.dim) for t in texts], dtype=np.float32).reshape(-1, self.dim)
+
+
+def _stored(i: int, user: str, assistant: str) -> StoredTurn:
+    return StoredTurn(id=f"m{i}", at=T0 + timedelta(minutes=3 * i), user=user, assistant=assistant)
+
+
+def _write(db, state, embedder, turns: list[StoredTurn], user: str = "u1") -> PgTurnSearch:
+    diary, search = PgDiaryTurns(db, "mirror"), PgTurnSearch(db, "mirror", state=state)
+    diary.append_many(user, turns)
+    vecs = turn_vectors(lambda t: embedder.embed(t), [(t.user, t.assistant) for t in turns], dim=embedder.dim)
+    search.add(user, [IndexedTurn(t.id, t.at, t.user, t.assistant, v[2], v[:2]) for t, v in zip(turns, vecs)])
+    return search
+
+
+def _ids(hits) -> list[tuple[str, str]]:
+    return [(h.turn_id, h.side) for h in hits]
+
+
+def test_the_copy_ranks_as_the_files_index_does(pg, tmp_path):
+    db, state, _ = pg
+    embedder = Hashed()
+    turns = [_stored(i, u, a) for i, (u, a) in enumerate(TURNS)]
+    search = _write(db, state, embedder, turns)
+    mirror = PgSearchMirror(search, embedder, CharacterPaths(tmp_path / "worker" / "mirror"))
+    files = FileTurnIndex(tmp_path / "files", embedder)
+    files.add([TurnDoc(t.id, int(t.at.timestamp()), t.user, t.assistant) for t in turns])
+    for q in QUERIES:
+        for side in (None, "user"):
+            request = SearchRequest(text=q, vector=embedder.embed([q])[0], k=10, side=side)
+            got, want = mirror.search("u1", request), files.search(request)
+            assert _ids(got) == _ids(want), q
+            assert [round(h.score, 6) for h in got] == [round(h.score, 6) for h in want], q
+    mirror.close()
+
+
+def test_a_second_worker_sees_adds_edits_and_forgets(pg, tmp_path):
+    db, state, _ = pg
+    embedder = Hashed()
+    search = _write(db, state, embedder, [_stored(i, u, a) for i, (u, a) in enumerate(TURNS[:4])], user="u2")
+    a = PgSearchMirror(search, embedder, CharacterPaths(tmp_path / "a" / "mirror"))
+    b = PgSearchMirror(search, embedder, CharacterPaths(tmp_path / "b" / "mirror"))
+
+    def found(mirror, q: str) -> set[str]:
+        return {h.turn_id for h in mirror.search("u2", SearchRequest(text=q, vector=embedder.embed([q])[0], k=10))}
+
+    assert "m2" in found(a, "火锅") and "m2" in found(b, "火锅")
+    diary = PgDiaryTurns(db, "mirror")
+    diary.forget("u2", "m2")
+    edited = diary.edit("u2", "m3", user="我最喜欢吃烤鱼")
+    vecs = turn_vectors(lambda t: embedder.embed(t), [(edited.user, edited.assistant)], dim=embedder.dim)
+    search.add("u2", [IndexedTurn("m3", edited.at, edited.user, edited.assistant, vecs[0][2], vecs[0][:2])])
+    _write(db, state, embedder, [_stored(9, "我的猫叫阿黄", "阿黄好可爱。")], user="u2")
+    for mirror in (a, b):
+        assert "m2" not in found(mirror, "火锅")
+        assert "m3" in found(mirror, "烤鱼") and "m3" not in found(mirror, "香菜")
+        assert "m9" in found(mirror, "阿黄")
+    a.close()
+    # A restarted worker reopens its saved copy and only catches up.
+    c = PgSearchMirror(search, embedder, CharacterPaths(tmp_path / "a" / "mirror"))
+    assert "m9" in found(c, "阿黄") and "m2" not in found(c, "火锅")
+    b.close()
+    c.close()
+
+
+def test_a_copy_far_behind_is_built_in_the_background_meanwhile_none(pg, tmp_path, monkeypatch):
+    """The first search of a large user on a fresh worker does not wait for the build (the diary
+    searches in SQL meanwhile); once built, the copy answers."""
+    import time
+
+    import engine.storage.postgres.mirror as mirror_module
+
+    db, state, _ = pg
+    embedder = Hashed()
+    search = _write(db, state, embedder, [_stored(i, u, a) for i, (u, a) in enumerate(TURNS)], user="u3")
+    monkeypatch.setattr(mirror_module, "BACKGROUND_OVER", 3)
+    mirror = PgSearchMirror(search, embedder, CharacterPaths(tmp_path / "w" / "mirror"))
+    request = SearchRequest(text="火锅", vector=embedder.embed(["火锅"])[0], k=5)
+    assert mirror.search("u3", request) is None
+    deadline = time.monotonic() + 30
+    while (found := mirror.search("u3", request)) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert found and found[0].turn_id == "m2"
+    mirror.close()
