@@ -248,8 +248,10 @@ class MemoryOrchestrator:
         replaces: str | None = None,
     ) -> Turn:
         """Durably journal the turn and add it to the chat's window, then return; the stores'
-        work and the summary follow from the journal in the background. Recording the same
-        `turn_id` twice is a no-op. `replaces`: a turn id to forget in the same durable write
+        work and the summary follow from the journal in the background. Recording a `turn_id`
+        again is a no-op while it is in the chat's window or among the user's last
+        `JournalPolicy.seen_ids` (256) turns (a client's retry); the diary and facts never take a
+        turn id twice, but re-recording a whole old history would put its turns back in the window. `replaces`: a turn id to forget in the same durable write
         (a regenerated reply replaces the previous one in the window, diary and facts)."""
         self._check_open()
         validate_id(user_id, kind="user id")
