@@ -1,0 +1,203 @@
+"""The per-store steps of the MoeChat import: world-book files, core facts, diary turns, window.
+
+Each step reads one part of a MoeChat character folder, writes it into the kioku store, and
+returns a `StoreCount`; what it cannot use goes into `skipped`. `engine.importers.moechat` runs
+them in order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Iterable
+from datetime import datetime, tzinfo
+from pathlib import Path
+from typing import Any
+
+from engine.adapters.embed_cache import CachedEmbedder
+from engine.adapters.embedder import Embedder
+from engine.config import EngineConfig
+from engine.factory import make_short_term_backend
+from engine.importers.moechat_format import (
+    MoeTurn,
+    day_files,
+    parse_core_file,
+    parse_day_file,
+    parse_history,
+    world_book_files,
+)
+from engine.importers.report import Skipped, StoreCount
+from engine.paths import CharacterPaths
+from engine.shortterm import WindowMessage
+from engine.stores.diary import DiaryEntry, entry_id_for
+from engine.tokens import count_tokens
+
+__all__ = ["import_core", "import_diary", "import_window", "import_world_book"]
+
+_PREWARM_BATCH = 256
+
+
+# -- world book ------------------------------------------------------------------------------------
+
+
+def import_world_book(folder: Path, paths: CharacterPaths, *, skipped: list[Skipped], overwrite: bool) -> StoreCount:
+    """Copy each valid `data_base/*.yaml` unchanged; counts are in entries."""
+    from engine.stores.worldbook.parse import parse_bytes
+
+    imported = present = bad = 0
+    for path in world_book_files(folder):
+        data = path.read_bytes()
+        parsed = parse_bytes(data, path=path)
+        if parsed.errors:
+            skipped.extend(Skipped("world_book", f"{e.file}:{e.line}" if e.line else e.file, f"file skipped: {e.message}")
+                           for e in parsed.errors)
+            bad += 1
+            continue
+        dest = paths.world_book_dir / path.name
+        n = len(parsed.entries)
+        if dest.is_file() and dest.read_bytes() == data:
+            present += n
+            continue
+        if dest.is_file() and not overwrite:
+            skipped.append(Skipped("world_book", str(path), f"{dest} exists with other content; not overwritten "
+                                   "(pass --overwrite-lore to replace it)"))
+            bad += 1
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{dest.name}.import")
+        shutil.copyfile(path, tmp)
+        tmp.replace(dest)
+        imported += n
+    return StoreCount(imported=imported, present=present, skipped=bad)
+
+
+# -- core facts ------------------------------------------------------------------------------------
+
+
+def import_core(
+    path: Path, store: Any, user_id: str, *, zone: tzinfo, embedder: Embedder, skipped: list[Skipped],
+    notes: list[str], progress: bool,
+) -> StoreCount:
+    if not path.is_file():
+        return StoreCount()
+    facts, problems = parse_core_file(path, tz=zone)
+    skipped.extend(Skipped("core", p.where, p.reason) for p in problems)
+    fallback = datetime.fromtimestamp(path.stat().st_mtime, zone).replace(microsecond=0)
+    undated = [f for f in facts if f.learned_at is None]
+    if undated:
+        notes.append(f"{len(undated)} core facts had no readable time and were dated {fallback:%Y-%m-%d %H:%M} "
+                     f"(the file's modification time), e.g. {undated[0].where}")
+    before = {f.id for f in store.facts(user_id, include_deleted=True)}
+    _prewarm(embedder, [f.text for f in facts], desc="embed core facts", progress=progress)
+    result = store.import_facts(user_id, [(f.text, f.learned_at or fallback) for f in facts])
+    imported = present = 0
+    seen: set[str] = set()
+    for fact in result:
+        if fact.id not in before and fact.id not in seen:
+            imported += 1
+        else:
+            present += 1
+        seen.add(fact.id)
+    return StoreCount(imported=imported, present=present, skipped=len(problems))
+
+
+# -- diary -----------------------------------------------------------------------------------------
+
+
+def import_diary(
+    folder: Path, store: Any, user_id: str, *, zone: tzinfo, names: tuple[tuple[str, ...], tuple[str, ...]],
+    embedder: Embedder, skipped: list[Skipped], progress: bool,
+) -> tuple[StoreCount, datetime | None]:
+    turns: list[MoeTurn] = []
+    bad = 0
+    for _day, path in day_files(folder):
+        got, problems = parse_day_file(path, tz=zone, user_names=names[0], char_names=names[1])
+        turns.extend(got)
+        bad += len(problems)
+        skipped.extend(Skipped("diary", p.where, p.reason) for p in problems)
+    turns.sort(key=lambda t: t.at)  # stable: same-second turns keep their file order
+    present = 0
+    entries: list[DiaryEntry] = []
+    seen: set[str] = set()
+    for t in turns:
+        eid = entry_id_for(t.at, t.user, t.assistant)
+        if eid in seen:
+            present += 1  # the same turn twice in the source (same second, same text)
+            continue
+        seen.add(eid)
+        entries.append(DiaryEntry(eid, t.at, t.tag, t.user, t.assistant))
+    _prewarm(embedder, [e.tag or " " for e in entries], desc="embed diary tags", progress=progress)
+    new = [e for e in entries if not store.has_entry(user_id, e.id)]
+    present += len(entries) - len(new)
+    store.append_many(user_id, new, progress=progress)
+    imported = sum(1 for e in new if store.has_entry(user_id, e.id))
+    if imported != len(new):
+        skipped.append(Skipped("diary", str(folder), f"{len(new) - imported} written turns were not indexed "
+                               "(see the warnings above)"))
+        bad += len(new) - imported
+    return StoreCount(imported=imported, present=present, skipped=bad), (entries[-1].at if entries else None)
+
+
+# -- short-term window -----------------------------------------------------------------------------
+
+
+def import_window(
+    path: Path, config: EngineConfig, paths: CharacterPaths, user_id: str, *, length: int, at: datetime,
+    skipped: list[Skipped],
+) -> StoreCount:
+    """The last `length` messages of history.yaml become the window (ids from position and text)."""
+    if not path.is_file():
+        return StoreCount()
+    messages, problems = parse_history(path)
+    skipped.extend(Skipped("window", p.where, p.reason) for p in problems)
+    chosen = messages[-length:] if length > 0 else []
+    stamp = at.isoformat()
+    window = [
+        WindowMessage(_message_id(m.index, m.role, m.content), m.role, m.content, stamp, count_tokens(m.content))
+        for m in chosen
+    ]
+    backend = make_short_term_backend(config, paths)
+    with backend.lock(user_id):
+        state = backend.load(user_id)
+        have = {m.id for m in state.messages}
+        if state.brain.last_history_id:
+            have.add(state.brain.last_history_id)
+        last_present = max((i for i, m in enumerate(window) if m.id in have), default=-1)
+        new = window[last_present + 1 :]
+        if new:
+            state.brain.last_history_id = new[-1].id
+            backend.append(user_id, new, state.brain)
+    return StoreCount(imported=len(new), present=len(window) - len(new), skipped=len(problems))
+
+
+def _message_id(index: int, role: str, content: str) -> str:
+    digest = hashlib.sha256(f"{index}\x00{role}\x00{content}".encode()).hexdigest()
+    return f"moechat-{digest[:16]}"
+
+
+# -- embedding and progress ------------------------------------------------------------------------
+
+
+def _prewarm(embedder: Embedder, texts: Iterable[str], *, desc: str, progress: bool) -> None:
+    """Embed the distinct texts in batches (with a progress bar) so the stores' own embedding
+    calls hit the on-disk cache; a no-op without a cache (the stores embed them anyway)."""
+    if not isinstance(embedder, CachedEmbedder):
+        return
+    unique = list(dict.fromkeys(texts))
+    batches = [unique[i : i + _PREWARM_BATCH] for i in range(0, len(unique), _PREWARM_BATCH)]
+    bar = _bar(None, desc=desc, unit="text", progress=progress, total=len(unique))
+    for batch in batches:
+        embedder.embed(batch, role="passage")
+        if bar is not None:
+            bar.update(len(batch))
+    if bar is not None:
+        bar.close()
+
+
+def _bar(items: Any, *, desc: str, unit: str, progress: bool, total: int | None = None) -> Any:
+    if not progress:
+        return items
+    from tqdm import tqdm
+
+    return tqdm(items, desc=desc, unit=unit, total=total, leave=False)
+
