@@ -103,87 +103,8 @@ class FakeOpenAIServer:
         return f"http://{host}:{port}/v1"
 
     def start(self) -> "FakeOpenAIServer":
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:  # keep test output clean
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-                length = int(self.headers.get("Content-Length") or 0)
-                try:
-                    body = json.loads(self.rfile.read(length) or b"{}")
-                except json.JSONDecodeError:
-                    self._send(400, {"error": {"message": "invalid JSON body"}})
-                    return
-                path = self.path.rstrip("/")
-                if path.endswith("/embeddings"):
-                    fake.requests.append(body)
-                    inputs = body.get("input", [])
-                    inputs = [inputs] if isinstance(inputs, str) else inputs
-                    data = [
-                        {"object": "embedding", "index": i, "embedding": hashed_embedding(t, fake.embed_dim)}
-                        for i, t in enumerate(inputs)
-                    ]
-                    self._send(200, {"object": "list", "data": data, "model": body.get("model"),
-                                     "usage": {"prompt_tokens": 0, "total_tokens": 0}})
-                    return
-                if not path.endswith("/chat/completions"):
-                    self._send(404, {"error": {"message": f"no route {self.path}"}})
-                    return
-                action = fake._next_action(body)
-                if isinstance(action, Status):
-                    self._send(action.code, {"error": {"message": action.message, "type": "scripted"}})
-                    return
-                if isinstance(action, Garbage):
-                    self._raw(200, action.body, "application/json")
-                    return
-                text = action.text
-                if isinstance(action, Delay):
-                    time.sleep(action.seconds)
-                if body.get("stream"):
-                    self._stream(body, text)
-                else:
-                    self._send(200, _completion(body, text))
-
-            def _send(self, code: int, payload: dict[str, Any]) -> None:
-                self._raw(code, json.dumps(payload, ensure_ascii=False).encode(), "application/json")
-
-            def _raw(self, code: int, data: bytes, ctype: str) -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                try:
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            def _stream(self, body: dict[str, Any], text: str) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Connection", "close")
-                self.end_headers()
-                step = max(1, fake.stream_chunk_chars)
-                chunks = [text[i : i + step] for i in range(0, len(text), step)] or [""]
-                try:
-                    for i, piece in enumerate(chunks):
-                        delta = {"content": piece} if i else {"role": "assistant", "content": piece}
-                        self._event(_chunk(body, delta, None))
-                    self._event(_chunk(body, {}, "stop"))
-                    self.wfile.write(b"data: [DONE]\n\n")
-                    self.wfile.flush()
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-                self.close_connection = True
-
-            def _event(self, payload: dict[str, Any]) -> None:
-                self.wfile.write(b"data: " + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n")
-                self.wfile.flush()
-
-        self._server = _Server(("127.0.0.1", 0), Handler)
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.fake = self
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="fake-openai", daemon=True)
         self._thread.start()
@@ -205,6 +126,96 @@ class FakeOpenAIServer:
 class _Server(ThreadingHTTPServer):
     # Bursts of concurrent clients (bench, multi-worker tests) overflow the stdlib backlog of 5.
     request_queue_size = 512
+    fake: FakeOpenAIServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """One request to the fake: embeddings are answered at once, chat completions by the next
+    scripted action (or the rule), plain or streamed."""
+
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, *args: Any) -> None:  # keep test output clean
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except json.JSONDecodeError:
+            self._send(400, {"error": {"message": "invalid JSON body"}})
+            return
+        path = self.path.rstrip("/")
+        if path.endswith("/embeddings"):
+            self._embeddings(body)
+        elif path.endswith("/chat/completions"):
+            self._chat(body)
+        else:
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+    def _embeddings(self, body: dict[str, Any]) -> None:
+        fake = self.server.fake
+        fake.requests.append(body)
+        inputs = body.get("input", [])
+        inputs = [inputs] if isinstance(inputs, str) else inputs
+        data = [
+            {"object": "embedding", "index": i, "embedding": hashed_embedding(t, fake.embed_dim)}
+            for i, t in enumerate(inputs)
+        ]
+        self._send(200, {"object": "list", "data": data, "model": body.get("model"),
+                         "usage": {"prompt_tokens": 0, "total_tokens": 0}})
+
+    def _chat(self, body: dict[str, Any]) -> None:
+        action = self.server.fake._next_action(body)
+        if isinstance(action, Status):
+            self._send(action.code, {"error": {"message": action.message, "type": "scripted"}})
+            return
+        if isinstance(action, Garbage):
+            self._raw(200, action.body, "application/json")
+            return
+        text = action.text
+        if isinstance(action, Delay):
+            time.sleep(action.seconds)
+        if body.get("stream"):
+            self._stream(body, text)
+        else:
+            self._send(200, _completion(body, text))
+
+    def _send(self, code: int, payload: dict[str, Any]) -> None:
+        self._raw(code, json.dumps(payload, ensure_ascii=False).encode(), "application/json")
+
+    def _raw(self, code: int, data: bytes, ctype: str) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        try:
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _stream(self, body: dict[str, Any], text: str) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        step = max(1, self.server.fake.stream_chunk_chars)
+        chunks = [text[i : i + step] for i in range(0, len(text), step)] or [""]
+        try:
+            for i, piece in enumerate(chunks):
+                delta = {"content": piece} if i else {"role": "assistant", "content": piece}
+                self._event(_chunk(body, delta, None))
+            self._event(_chunk(body, {}, "stop"))
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True
+
+    def _event(self, payload: dict[str, Any]) -> None:
+        self.wfile.write(b"data: " + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n")
+        self.wfile.flush()
 
 
 def _completion(body: dict[str, Any], text: str) -> dict[str, Any]:
