@@ -241,62 +241,83 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log what the engine does")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_conversation_commands(sub)
+    _add_upkeep_commands(sub)
+    _add_import_command(sub)
+    _add_serve_command(sub)
 
-    p = _command(sub, "demo", help="replay a scripted multi-day conversation offline and show the built prompts",
-                 example="kioku demo")
+    from engine.storage import cli_db
+
+    COMMANDS["db"] = cli_db.add_parser(sub, _command, _common)
+    return parser
+
+
+def _register(sub, name: str, handler: Handler, *, help: str, example: str) -> argparse.ArgumentParser:
+    """Add the subcommand `name` (with its help and example) and remember its parser and handler."""
+    p = _command(sub, name, help=help, example=example)
+    COMMANDS[name] = (p, handler)
+    return p
+
+
+def _add_conversation_commands(sub) -> None:
+    """demo, prompt, chat: talking to a character."""
+    p = _register(sub, "demo", cmd_demo,
+                  help="replay a scripted multi-day conversation offline and show the built prompts",
+                  example="kioku demo")
     p.add_argument("--keep", type=Path, default=None, help="write the demo data here instead of a temp folder")
-    COMMANDS["demo"] = (p, cmd_demo)
 
-    p = _command(sub, "prompt", help="show the prompt built for a message, with every hit and why it fired",
-                 example='kioku prompt xiaoyue "昨天我们聊了什么" --user linzhou --now 2026-11-22T20:30')
+    p = _register(sub, "prompt", cmd_prompt,
+                  help="show the prompt built for a message, with every hit and why it fired",
+                  example='kioku prompt xiaoyue "昨天我们聊了什么" --user linzhou --now 2026-11-22T20:30')
     p.add_argument("character")
     p.add_argument("message")
     p.add_argument("--now", type=_iso_time, default=None,
                    help="ISO time to answer at (default: now; naive = the character's zone)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     _common(p)
-    COMMANDS["prompt"] = (p, cmd_prompt)
 
-    p = _command(sub, "chat", help="chat in the terminal against the configured OpenAI-compatible LLM",
-                 example="OPENAI_API_KEY=sk-... kioku chat xiaoyue --user me")
+    p = _register(sub, "chat", cmd_chat, help="chat in the terminal against the configured OpenAI-compatible LLM",
+                  example="OPENAI_API_KEY=sk-... kioku chat xiaoyue --user me")
     p.add_argument("character")
     p.add_argument("--show", action="store_true", help="print the hits before each reply")
     _common(p)
-    COMMANDS["chat"] = (p, cmd_chat)
 
-    p = _command(sub, "check", help="validate a world-book folder; exits 1 and names file:line on errors",
-                 example="kioku check data/agents/xiaoyue/data_base")
+
+def _add_upkeep_commands(sub) -> None:
+    """check, reindex, status, facts, config: looking after the files, indexes and config."""
+    p = _register(sub, "check", cmd_check, help="validate a world-book folder; exits 1 and names file:line on errors",
+                  example="kioku check data/agents/xiaoyue/data_base")
     p.add_argument("folder", type=Path)
-    COMMANDS["check"] = (p, cmd_check)
 
-    p = _command(sub, "reindex", help="delete a character's .cache and rebuild every derived index",
-                 example="kioku reindex xiaoyue")
+    p = _register(sub, "reindex", cmd_reindex, help="delete a character's .cache and rebuild every derived index",
+                  example="kioku reindex xiaoyue")
     p.add_argument("character")
     _common(p, user=False)
-    COMMANDS["reindex"] = (p, cmd_reindex)
 
-    p = _command(sub, "status", help="every store's problems and unfinished background work; exits 1 if any",
-                 example="kioku status xiaoyue")
+    p = _register(sub, "status", cmd_status,
+                  help="every store's problems and unfinished background work; exits 1 if any",
+                  example="kioku status xiaoyue")
     p.add_argument("character")
     _common(p, user=False)
-    COMMANDS["status"] = (p, cmd_status)
 
-    p = _command(sub, "facts", help="list, add, edit or delete a user's core facts",
-                 example='kioku facts xiaoyue add 讨厌吃香菜 --user linzhou')
+    p = _register(sub, "facts", cmd_facts, help="list, add, edit or delete a user's core facts",
+                  example='kioku facts xiaoyue add 讨厌吃香菜 --user linzhou')
     p.add_argument("character")
     p.add_argument("action", choices=["list", "add", "edit", "delete"])
     p.add_argument("--id", default=None, help="fact id (edit, delete)")
     p.add_argument("text", nargs="*", help="fact text (add, edit)")
     _common(p)
-    COMMANDS["facts"] = (p, cmd_facts)
 
-    p = _command(sub, "config", help="print every config key with its default and meaning, or validate a config file",
-                 example="kioku config > config.yaml   |   kioku config --check config.yaml")
+    p = _register(sub, "config", cmd_config,
+                  help="print every config key with its default and meaning, or validate a config file",
+                  example="kioku config > config.yaml   |   kioku config --check config.yaml")
     p.add_argument("--check", type=Path, default=None, help="validate this file instead (unknown keys, types)")
-    COMMANDS["config"] = (p, cmd_config)
 
-    p = _command(sub, "import", help="import a MoeChat data folder: persona, world book, core facts, diary, window",
-                 example="kioku import moechat ~/MoeChat --user me --tz Asia/Shanghai")
+
+def _add_import_command(sub) -> None:
+    p = _register(sub, "import", cmd_import,
+                  help="import a MoeChat data folder: persona, world book, core facts, diary, window",
+                  example="kioku import moechat ~/MoeChat --user me --tz Asia/Shanghai")
     p.add_argument("source", choices=["moechat"], help="the format of the folder")
     p.add_argument("root", type=Path, help="MoeChat's folder holding config.yaml and data/")
     p.add_argument("--char", default=None, help="kioku character id (default: MoeChat's Agent.char, made a valid id)")
@@ -307,22 +328,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite-lore", action="store_true", help="replace world-book files that differ")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     _common(p)
-    COMMANDS["import"] = (p, cmd_import)
 
-    p = _command(sub, "serve", help="serve the OpenAI-compatible chat endpoint with memory and the memory API",
-                 example="KIOKU_API_TOKEN=secret kioku serve --port 8765")
+
+def _add_serve_command(sub) -> None:
+    p = _register(sub, "serve", cmd_serve,
+                  help="serve the OpenAI-compatible chat endpoint with memory and the memory API",
+                  example="KIOKU_API_TOKEN=secret kioku serve --port 8765")
     p.add_argument("--host", default=None, help="address to bind (default: service.host, 127.0.0.1); "
                    "a non-loopback address needs a token")
     p.add_argument("--port", type=_port, default=None, help="port (default: service.port, 8765)")
     p.add_argument("--workers", type=_positive, default=1,
                    help="worker processes (on one machine the file stores coordinate through lock files)")
     _common(p, user=False)
-    COMMANDS["serve"] = (p, cmd_serve)
-
-    from engine.storage import cli_db
-
-    COMMANDS["db"] = cli_db.add_parser(sub, _command, _common)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
