@@ -1,51 +1,24 @@
 """Chinese time expressions: table-driven, gold values from calendar arithmetic.
 
-Expected ranges are written by hand (helpers below only build datetimes for a
-stated calendar day / week / month); they never call the parser's helpers.
-Calendar facts used: 2026-03-18 is a Wednesday; 2026-01-01 a Thursday;
-2028-02-29 a Tuesday; 2026-06-01 a Monday; US DST 2026 starts 03-08, ends 11-01.
+Expected ranges are written by hand (the helpers in timeparse_gold.py only build datetimes
+for a stated calendar day / week / month, and name the calendar facts used); they never call
+the parser's helpers. Each row is checked by timeparse_cases.assert_parses.
 Lunar facts: 春节 2025-01-29, 2026-02-17, 2028-01-26; 中秋 2025-10-06;
 端午 2025-05-31; 元宵 2026-03-03; 七夕 2025-08-29.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 import pytest
 
 from engine.timeparse import TimeExpressionError, parse_time_ranges
 
-from timeparse_gold import (
-    AFTER_LEAP,
-    DST_OFF,
-    DST_ON,
-    JUNE1,
-    LEAP,
-    MON,
-    NEWYEAR,
-    NY,
-    SH,
-    SUN,
-    DEC20,
-    DEC28,
-    MAR1,
-    MAR31,
-    MAY10,
-    OCT5,
-    TUE,
-    WED,
-    back,
-    day,
-    days,
-    hours,
-    month,
-    since,
-    week,
-    year,
-)
+from timeparse_cases import Expected, assert_parses, utc_length
+from timeparse_gold import (AFTER_LEAP, DEC20, DEC28, DST_OFF, DST_ON, JUNE1, LEAP, MAR1, MAR31, MAY10, MON, NEWYEAR,
+                            NOV22, NY, OCT5, SH, SUN, TUE, WED, back, day, days, hours, month, since, week, year)
 
-NOV22 = datetime(2026, 11, 22, 20, 30, tzinfo=SH)   # Sunday evening; October has 31 days, November 30
 DEC5 = datetime(2026, 12, 5, 9, 0, tzinfo=SH)       # Saturday; November has 30 days
 
 C = pytest.param
@@ -479,24 +452,17 @@ CASES = [
 
 
 @pytest.mark.parametrize("now, text, expected", CASES)
-def test_zh(now: datetime, text: str, expected: list[tuple[str, tuple[datetime, datetime]]]) -> None:
-    got = parse_time_ranges(text, now=now)
-    assert [(g.start, g.end) for g in got] == [rng for _, rng in expected], [
-        (g.text, g.start.isoformat(), g.end.isoformat()) for g in got
-    ]
-    for g, (frag, _) in zip(got, expected):
-        assert frag in g.text or g.text in frag, (g.text, frag)
-        assert g.start.tzinfo is not None and g.end.tzinfo is not None
-        assert text[g.span[0] : g.span[1]] == g.text
+def test_zh(now: datetime, text: str, expected: Expected) -> None:
+    assert_parses(text, now=now, expected=expected)
 
 
 def test_dst_day_lengths() -> None:
     (got,) = parse_time_ranges("昨天", now=DST_ON)
-    assert got.end.astimezone(timezone.utc) - got.start.astimezone(timezone.utc) == timedelta(hours=23)
+    assert utc_length(got) == timedelta(hours=23)
     (got,) = parse_time_ranges("昨天", now=DST_OFF)
-    assert got.end.astimezone(timezone.utc) - got.start.astimezone(timezone.utc) == timedelta(hours=25)
+    assert utc_length(got) == timedelta(hours=25)
     (got,) = parse_time_ranges("最近24小时", now=DST_ON)
-    assert got.end.astimezone(timezone.utc) - got.start.astimezone(timezone.utc) == timedelta(hours=24)
+    assert utc_length(got) == timedelta(hours=24)
 
 
 def test_naive_now_raises() -> None:

@@ -65,6 +65,7 @@ AFTER_LEAP = datetime(2028, 3, 1, 0, 10, tzinfo=SH)
 JUNE1 = datetime(2026, 6, 1, 0, 1, tzinfo=SH)       # Monday, month start, after midnight
 DST_ON = datetime(2026, 3, 9, 10, 0, tzinfo=NY)     # day after spring-forward
 DST_OFF = datetime(2026, 11, 2, 10, 0, tzinfo=NY)   # day after fall-back
+NOV22 = datetime(2026, 11, 22, 20, 30, tzinfo=SH)  # Sunday evening; October has 31 days, November 30
 
 # For the conventions the README's table settles (issue 10): moments just before a date or festival.
 TUE = datetime(2026, 3, 17, 10, 0, tzinfo=SH)       # Tuesday
