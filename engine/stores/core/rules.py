@@ -78,37 +78,35 @@ def _zh_key(obj: str) -> str:
     return re.sub(r"^(?:吃|喝|看|玩|听|养)", "", obj).strip()
 
 
+# The fact and its slot per kind of rule; {g0} {g1} are the pattern's groups, {key} the object's key.
+_ZH_FORMS: dict[str, tuple[str, str]] = {
+    "fav": ("最喜欢的{g0}是{obj}", "fav:{g0}"),
+    "no_longer": ("不再{g0}{obj}", "pref:{key}"),
+    "not": ("不{g0}{obj}", "pref:{key}"),
+    "pref": ("{g0}{obj}", "pref:{key}"),
+    "name": ("名字叫{obj}", "name"),
+    "live": ("住在{obj}", "live"),
+    "age": ("今年{obj}岁", "age"),
+    "work": ("在{obj}{g1}", "work"),
+    "pet": ("养了{obj}", "pet:{obj}"),
+    "is": ("是{obj}", "is:{obj}"),
+}
+
+
 def _zh_statement(clause: str) -> Statement | None:
     for pattern, kind in _ZH_RULES:
         match = pattern.search(clause)
         if not match:
             continue
-        groups = [g for g in match.groups()]
+        groups = match.groups()
         obj = _ZH_TAIL.sub("", groups[-1] if kind not in ("work",) else groups[0]).strip()
         if not obj or len(obj) > 30:
             return None
-        if kind == "fav":
-            return Statement(f"最喜欢的{groups[0]}是{obj}", f"fav:{groups[0]}")
-        if kind == "no_longer":
-            return Statement(f"不再{groups[0]}{obj}", f"pref:{_zh_key(obj)}")
-        if kind == "not":
-            return Statement(f"不{groups[0]}{obj}", f"pref:{_zh_key(obj)}")
-        if kind == "pref":
-            return Statement(f"{groups[0]}{obj}", f"pref:{_zh_key(obj)}")
-        if kind == "name":
-            return Statement(f"名字叫{obj}", "name")
-        if kind == "live":
-            return Statement(f"住在{obj}", "live")
-        if kind == "age":
-            return Statement(f"今年{obj}岁", "age")
-        if kind == "work":
-            return Statement(f"在{obj}{groups[1]}", "work")
-        if kind == "pet":
-            return Statement(f"养了{obj}", f"pet:{obj}")
-        if kind == "is":
-            if obj.startswith(_ZH_IS_STOP) or len(obj) > 15:
-                return None
-            return Statement(f"是{obj}", f"is:{obj}")
+        if kind == "is" and (obj.startswith(_ZH_IS_STOP) or len(obj) > 15):
+            return None
+        text, slot = _ZH_FORMS[kind]
+        fields = {"g0": groups[0], "g1": groups[1] if len(groups) > 1 else "", "obj": obj, "key": _zh_key(obj)}
+        return Statement(text.format(**fields), slot.format(**fields))
     return None
 
 
@@ -137,6 +135,20 @@ def _en_key(obj: str) -> str:
     return re.sub(r"^(?:eating|to eat|drinking|watching|playing)\s+", "", obj.lower()).strip()
 
 
+# As _ZH_FORMS; {verb} is the matched verb, {Verb} its fact form, {prep} at/for/as, {low} the object lower-cased.
+_EN_FORMS: dict[str, tuple[str, str]] = {
+    "no_longer": ("No longer {verb}s {obj}", "pref:{key}"),
+    "not": ("Doesn't {verb} {obj}", "pref:{key}"),
+    "pref": ("{Verb} {obj}", "pref:{key}"),
+    "name": ("Name is {obj}", "name"),
+    "live": ("Lives in {obj}", "live"),
+    "age": ("Is {obj} years old", "age"),
+    "work": ("Works {prep} {obj}", "work"),
+    "pet": ("Has {obj}", "pet:{low}"),
+    "is": ("Is {obj}", "is:{low}"),
+}
+
+
 def _en_statement(clause: str) -> Statement | None:
     for pattern, kind in _EN_RULES:
         match = pattern.search(clause)
@@ -146,24 +158,13 @@ def _en_statement(clause: str) -> Statement | None:
         if not obj or len(obj) > 60:
             return None
         verb = match.group(1).lower() if kind in ("no_longer", "not", "pref") else ""
-        if kind == "no_longer":
-            return Statement(f"No longer {verb}s {obj}", f"pref:{_en_key(obj)}")
-        if kind == "not":
-            return Statement(f"Doesn't {verb} {obj}", f"pref:{_en_key(obj)}")
-        if kind == "pref":
-            return Statement(f"{_EN_VERB[verb]} {obj}", f"pref:{_en_key(obj)}")
-        if kind == "name":
-            return Statement(f"Name is {obj}", "name")
-        if kind == "live":
-            return Statement(f"Lives in {obj}", "live")
-        if kind == "age":
-            return Statement(f"Is {obj} years old", "age")
-        if kind == "work":
-            return Statement(f"Works {match.group(0).split()[2].lower()} {obj}", "work")
-        if kind == "pet":
-            return Statement(f"Has {obj}", f"pet:{obj.lower()}")
-        if kind == "is":
-            return Statement(f"Is {obj}", f"is:{obj.lower()}")
+        fields = {
+            "obj": obj, "low": obj.lower(), "key": _en_key(obj), "verb": verb,
+            "Verb": _EN_VERB[verb] if kind == "pref" else "",
+            "prep": match.group(0).split()[2].lower() if kind == "work" else "",
+        }
+        text, slot = _EN_FORMS[kind]
+        return Statement(text.format(**fields), slot.format(**fields))
     return None
 
 
