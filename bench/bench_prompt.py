@@ -13,24 +13,19 @@ build_prompt embeds); asserts nothing.
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from harness import TZ, make_character, report, timed, write_history
+from harness import TZ, make_character, options, report, timed, write_history
 
 from engine.config import load_config
 from engine.orchestrator import MemoryOrchestrator
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--messages", type=int, default=50_000)
-    parser.add_argument("--repeat", type=int, default=50)
-    parser.add_argument("--diary-turns", type=int, default=0)
-    args = parser.parse_args()
+    args = options(__doc__, messages=50_000, repeat=50, diary_turns=0)
     import faiss
 
     faiss.omp_set_num_threads(1)  # single queries: one thread is fastest (engine/search/vectors.py)

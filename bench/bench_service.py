@@ -10,7 +10,6 @@ core and world-book stores are turned off, and embeddings come from the scripted
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import multiprocessing
 import shutil
@@ -29,6 +28,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from engine.fake_openai import FakeOpenAIServer  # noqa: E402
 from engine.service.testing import ServiceProcess  # noqa: E402
+from harness import options  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
 
 TOKEN = "bench-token"
@@ -147,12 +147,7 @@ def run_scenario(tmp: Path, *, clients: int = 50, users: int = 10, turns: int = 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--users", type=int, default=10)
-    parser.add_argument("--turns", type=int, default=20)
-    parser.add_argument("--workers", type=int, default=2)
-    args = parser.parse_args()
+    args = options(__doc__, clients=50, users=10, turns=20, workers=2)
     with tempfile.TemporaryDirectory(prefix="kioku-bench-") as tmp:
         out = run_scenario(Path(tmp), clients=args.clients, users=args.users, turns=args.turns, workers=args.workers)
     stored = sum(len(h) for h in out.histories.values())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 import shutil
@@ -21,6 +22,15 @@ TOPICS = [
     ("去老码头看陈伯摆渡", "陈伯最近身体还好吗？"), ("下雨了没带伞", "茶馆里有备用的伞。"),
     ("I went running by the river", "How far did you go?"), ("watched a movie with friends", "Which one?"),
 ]
+
+
+def options(doc: str | None, **defaults: float) -> argparse.Namespace:
+    """Parse the command line: one `--name VALUE` option per keyword (`in_flight` is `--in-flight`),
+    typed like its default; `doc` (the bench's docstring) is the --help text."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for name, default in defaults.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", type=type(default), default=default)
+    return parser.parse_args()
 
 
 def percentiles(samples_ms: list[float]) -> tuple[float, float]:
