@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Sequence
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from engine.adapters.embed_cache import CachedEmbedder
@@ -49,14 +50,7 @@ def make_embedder(config: EmbedderConfig) -> Embedder:
     if config.backend == "openai":
         if not config.model:
             raise ConfigError("embedder.model must name the embedding model for the openai backend")
-        return OpenAIEmbedder(
-            base_url=config.base_url,
-            model=config.model,
-            api_key=config.api_key.get_secret_value() if config.api_key else None,
-            timeout_s=config.timeout_s,
-            batch_size=config.batch_size,
-            max_tokens=config.max_tokens,
-        )
+        return OpenAIEmbedder(**_endpoint(config), batch_size=config.batch_size, max_tokens=config.max_tokens)
     raise ConfigError(f"unknown embedder backend {config.backend!r}")
 
 
@@ -73,14 +67,21 @@ def make_llm(config: LLMConfig) -> LLM | None:
     if config.backend == "scripted":
         return ScriptedLLM(rule=lambda messages: echo_rule({"messages": list(messages)}))
     return OpenAIChatLLM(
-        model=config.model,
-        base_url=config.base_url,
-        api_key=config.api_key.get_secret_value() if config.api_key else None,
-        timeout_s=config.timeout_s,
+        **_endpoint(config),
         max_retries=config.max_retries,
         temperature=config.temperature,
         max_tokens=config.max_tokens,
     )
+
+
+def _endpoint(config: EmbedderConfig | LLMConfig) -> dict[str, Any]:
+    """What every OpenAI-compatible client takes from its config: where, which model, the key, the timeout."""
+    return {
+        "base_url": config.base_url,
+        "model": config.model,
+        "api_key": config.api_key.get_secret_value() if config.api_key else None,
+        "timeout_s": config.timeout_s,
+    }
 
 
 def make_timezone(name: str) -> ZoneInfo:
