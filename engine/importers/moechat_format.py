@@ -192,6 +192,17 @@ def parse_day_file(
 def keyed_entries(path: Path, what: str, shape: str, problems: list[Problem]) -> Iterator[tuple[str, Any, Any]]:
     """(file:line, key, value) of each top-level `key: value` entry of an appended MoeChat file,
     read one entry at a time so duplicate keys survive and a broken entry loses only itself."""
+    for where, data in loaded_chunks(path, what, problems):
+        if not isinstance(data, dict) or len(data) != 1:
+            problems.append(Problem(where, f"{what} skipped: expected {shape}"))
+            continue
+        ((key, value),) = data.items()
+        yield where, key, value
+
+
+def loaded_chunks(path: Path, what: str, problems: list[Problem]) -> Iterator[tuple[str, Any]]:
+    """(file:line, data) of each appended YAML chunk of `path`. A file that cannot be read, or a
+    chunk that is not YAML (`<what> skipped: ...`), is recorded in `problems` and passed over."""
     try:
         text = read_text(path)
     except (OSError, ValueError) as exc:
@@ -204,11 +215,7 @@ def keyed_entries(path: Path, what: str, shape: str, problems: list[Problem]) ->
         except yaml.YAMLError as exc:
             problems.append(Problem(where, f"{what} skipped: {_yaml_problem(exc, chunk.line)}"))
             continue
-        if not isinstance(data, dict) or len(data) != 1:
-            problems.append(Problem(where, f"{what} skipped: expected {shape}"))
-            continue
-        ((key, value),) = data.items()
-        yield where, key, value
+        yield where, data
 
 
 def _turn(
@@ -307,19 +314,9 @@ def parse_core_file(path: Path, *, tz: tzinfo) -> tuple[list[MoeFact], list[Prob
 
 def parse_history(path: Path) -> tuple[list[MoeMessage], list[Problem]]:
     """Every message of the appended `history.yaml`, numbered in order over the whole file."""
-    try:
-        text = read_text(path)
-    except (OSError, ValueError) as exc:
-        return [], [Problem(str(path), str(exc))]
     out: list[MoeMessage] = []
     problems: list[Problem] = []
-    for chunk in chunks(text):
-        where = f"{path}:{chunk.line}"
-        try:
-            data = load_chunk(chunk)
-        except yaml.YAMLError as exc:
-            problems.append(Problem(where, f"message skipped: {_yaml_problem(exc, chunk.line)}"))
-            continue
+    for where, data in loaded_chunks(path, "message", problems):
         items = data if isinstance(data, list) else [data]
         for item in items:
             if (
