@@ -3,8 +3,6 @@ YAML parse, and what it serves is exactly what parsing `core_mem.yml` gives."""
 
 import json
 import logging
-from datetime import datetime
-from zoneinfo import ZoneInfo
 
 import faiss
 import numpy as np
@@ -14,14 +12,12 @@ import engine.stores.core.repo as repo_module
 from engine.config import CoreConfig
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
-from engine.stores.base import Query
 from engine.stores.core import CoreMemoryStore
 from engine.stores.core.facts import fact_to_dict
 
+from core_kit import T0, TZ, ask, warmed
 from counting import CountingEmbedder
 
-TZ = ZoneInfo("Asia/Shanghai")
-T0 = datetime(2026, 11, 2, 20, 0, tzinfo=TZ)
 
 # Every shape the file allows: history, a deleted fact, several source turns, hand-added entries.
 FILE = """\
@@ -93,20 +89,6 @@ def opened(make_store):
     facts = store.facts("alice", include_deleted=True)
     store.close()
     return store, facts
-
-
-def warmed(store):
-    """The relevance decision's reference facts embedded up front (once per process anyway), so
-    that the embedder's records show only the store's own fact work."""
-    store.relevance.reference()
-    for record in (store.embedder.calls, store.embedder.texts, store.embedder.passages):
-        record.clear()
-    return store
-
-
-def ask(store, message):
-    vector = store.embedder.inner.embed([message], role="query")[0]
-    return store.retrieve(Query(message=message, user_id="alice", now=T0, recent=(), text=message, vector=vector))
 
 
 def test_warm_open_equals_a_parse_and_parses_no_yaml(make_store, core_file, request):

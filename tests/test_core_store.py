@@ -4,7 +4,6 @@ the library's ScriptedLLM, or a real HTTP server speaking the OpenAI protocol.""
 import json
 import logging
 from datetime import datetime, timedelta
-from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -14,13 +13,11 @@ from engine.errors import DataFileError, LLMError
 from engine.fake_openai import Delay, Garbage, Status
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
-from engine.stores.base import Query, Turn
+from engine.stores.base import Turn
 from engine.stores.core import CoreMemoryStore, FactNotFoundError, FactOp, FactTextError
 
+from core_kit import T0, TZ, ask, warmed
 from counting import CountingEmbedder
-
-TZ = ZoneInfo("Asia/Shanghai")
-T0 = datetime(2026, 11, 2, 20, 0, tzinfo=TZ)
 
 
 class WallClock:
@@ -58,20 +55,6 @@ def make_store(tmp_path, embedder):
 
 def turn(text, i=0, user_id="alice", assistant="好的，我记住啦。"):
     return Turn(id=f"t{i}", user_id=user_id, at=T0 + timedelta(minutes=i), user=text, assistant=assistant)
-
-
-def warmed(store):
-    """The relevance decision's reference facts embedded up front (once per process anyway), so
-    that the embedder's records show only the store's own fact work."""
-    store.relevance.reference()
-    for record in (store.embedder.calls, store.embedder.texts, store.embedder.passages):
-        record.clear()
-    return store
-
-
-def ask(store, message, user_id="alice"):
-    vector = store.embedder.inner.embed([message], role="query")[0]
-    return store.retrieve(Query(message=message, user_id=user_id, now=T0, recent=(), text=message, vector=vector))
 
 
 def ops_json(*ops):
