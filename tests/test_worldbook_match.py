@@ -5,18 +5,16 @@ These run with semantic matching off, so every hit here is a keyword (or constan
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
-import numpy as np
 import pytest
 
 from engine.config import WorldBookConfig
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
-from engine.stores.base import Query
 from engine.stores.worldbook import WorldBookStore
 from engine.stores.worldbook.matcher import KeywordMatcher, fold
 from engine.stores.worldbook.parse import parse_text
+
+from worldbook_kit import retrieve
 
 
 class NoEmbedder:
@@ -45,15 +43,7 @@ def make_store(tmp_path, files: dict[str, str], *, budget: int = 10_000, **confi
 
 
 def ask(store: WorldBookStore, message: str, recent: tuple = ()) -> list:
-    query = Query(
-        message=message,
-        user_id="u1",
-        now=datetime(2024, 5, 1, 12, tzinfo=timezone.utc),
-        recent=tuple(recent),
-        text=message,
-        vector=np.zeros(4, dtype=np.float32),
-    )
-    return store.retrieve(query)
+    return retrieve(store, message, recent)
 
 
 def fired(store: WorldBookStore, message: str, recent: tuple = ()) -> list[str]:

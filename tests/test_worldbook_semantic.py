@@ -8,16 +8,16 @@ import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from engine.config import WorldBookConfig
 from engine.errors import EmbedderError
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
-from engine.stores.base import Query
 from engine.stores.worldbook import WorldBookStore
 from engine.stores.worldbook.semantic import CALIBRATED, agreement, words
+
+from worldbook_kit import retrieve
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,12 +54,7 @@ def demo_store(tmp_path, embedder, **config) -> WorldBookStore:
 
 
 def ask(store: WorldBookStore, embedder, message: str) -> list:
-    pieces = store.query_texts(message, [])
-    vectors = embedder.embed(pieces, role="query") if pieces else np.zeros((0, embedder.dim), np.float32)
-    query = Query(message=message, user_id="u1", now=datetime(2026, 5, 1, tzinfo=timezone.utc), recent=(),
-                  text=message, vector=np.zeros(embedder.dim, np.float32),
-                  pieces={"world_book": (tuple(pieces), vectors)})
-    return store.retrieve(query)
+    return retrieve(store, message, embedder=embedder, now=datetime(2026, 5, 1, tzinfo=timezone.utc))
 
 
 # Paraphrases that name no key (written for this test, not taken from the calibration set).

@@ -14,10 +14,11 @@ import engine.stores.worldbook as worldbook
 from engine.config import WorldBookConfig
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
-from engine.stores.base import Query, Store, Turn
+from engine.stores.base import Store, Turn
 from engine.stores.worldbook import WorldBookStore
 
 from counting import CountingEmbedder
+from worldbook_kit import retrieve
 
 
 @pytest.fixture
@@ -45,19 +46,7 @@ def make(tmp_path, emb, **config) -> WorldBookStore:
 
 
 def build_prompt(store: WorldBookStore, emb, message: str, recent=()) -> list:
-    """What the orchestrator does: ask for the pieces, embed them in one batch, retrieve."""
-    pieces = store.query_texts(message, list(recent))
-    vectors = emb.embed(pieces, role="query") if pieces else np.zeros((0, emb.dim), np.float32)
-    query = Query(
-        message=message,
-        user_id="u1",
-        now=datetime(2024, 5, 1, 12, tzinfo=timezone.utc),
-        recent=tuple(recent),
-        text=message,
-        vector=np.zeros(emb.dim, dtype=np.float32),
-        pieces={"world_book": (tuple(pieces), vectors)},
-    )
-    return store.retrieve(query)
+    return retrieve(store, message, recent, embedder=emb)
 
 
 BOOK = """\
