@@ -3,17 +3,15 @@ over several months; questions in both languages return exactly the asked range'
 
 from __future__ import annotations
 
-import shutil
 from datetime import datetime, timedelta
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from engine.config import load_config
 from engine.orchestrator import MemoryOrchestrator
 
-ROOT = Path(__file__).resolve().parent.parent
+from demo_data import copy_demo, diary_only_config
+
 TZ = ZoneInfo("Asia/Shanghai")
 NOW = datetime(2026, 11, 22, 15, 30, tzinfo=TZ)
 
@@ -21,12 +19,8 @@ NOW = datetime(2026, 11, 22, 15, 30, tzinfo=TZ)
 @pytest.fixture(scope="module")
 def orch(tmp_path_factory, embedder):
     data_dir = tmp_path_factory.mktemp("e2e")
-    shutil.copytree(
-        ROOT / "data/agents/xiaoyue", data_dir / "agents/xiaoyue", ignore=shutil.ignore_patterns("users", ".cache")
-    )
-    config = load_config(
-        overrides={"data_dir": str(data_dir), "core": {"enabled": False}, "world_book": {"enabled": False}}, env={}
-    )
+    copy_demo(data_dir)
+    config = diary_only_config(data_dir)
     orch = MemoryOrchestrator.from_config("xiaoyue", config=config, embedder=embedder)
     # Every 5 days since August, then yesterday: its first turn at 00:00:00 and two in one second.
     at = datetime(2026, 8, 3, 20, 15, tzinfo=TZ)

@@ -16,6 +16,8 @@ from engine.adapters.embed_cache import CachedEmbedder
 from engine.config import load_config
 from engine.orchestrator import MemoryOrchestrator
 
+from demo_data import copy_demo, diary_only_config
+
 ROOT = Path(__file__).resolve().parent.parent
 TZ = ZoneInfo("Asia/Shanghai")
 NOW = datetime(2026, 5, 9, 20, 0, tzinfo=TZ)
@@ -38,12 +40,8 @@ TEXTS = {tid: (u, a) for tid, _, u, a in TURNS}
 @pytest.fixture(scope="module")
 def orch(tmp_path_factory, embedder):
     data_dir = tmp_path_factory.mktemp("recall")
-    shutil.copytree(
-        ROOT / "data/agents/xiaoyue", data_dir / "agents/xiaoyue", ignore=shutil.ignore_patterns("users", ".cache")
-    )
-    config = load_config(
-        overrides={"data_dir": str(data_dir), "core": {"enabled": False}, "world_book": {"enabled": False}}, env={}
-    )
+    copy_demo(data_dir)
+    config = diary_only_config(data_dir)
     cached = CachedEmbedder(embedder, data_dir / "vectors.sqlite3")
     orch = MemoryOrchestrator.from_config("xiaoyue", config=config, embedder=cached)
     for tid, at, user, reply in TURNS:
