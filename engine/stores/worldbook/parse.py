@@ -281,15 +281,8 @@ class _FileParser:
                 keys=keys,
                 content=spec.content.strip(),
                 secondary_keys=secondary,
-                logic=spec.logic,
-                constant=spec.constant,
-                enabled=spec.enabled,
-                order=spec.order,
-                case_sensitive=spec.case_sensitive,
-                whole_words=spec.whole_words,
-                semantic=spec.semantic,
-                threshold=spec.threshold,
-                comment=spec.comment,
+                # logic, constant, enabled, order, ...: the switches are the same fields on both
+                **spec.model_dump(exclude={"keys", "secondary_keys", "content"}),
             )
         )
 
