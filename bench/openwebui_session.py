@@ -285,12 +285,7 @@ class Session:
             page.get_by_role("button", name="Sign up").first.click()
             page.wait_for_selector("#name")
         page.fill("#name", self.name)
-        page.fill("#email", email)
-        page.fill("#password", PASSWORD)
-        page.locator("button[type=submit]").first.click()
-        page.wait_for_selector("#chat-input")
-        self.dismiss()
-        self.shot("signed-up")
+        self._submit_credentials(email, shot="signed-up")
 
     def add_user(self, name: str, email: str) -> None:
         """As the admin: what Admin Panel -> Users -> Add User sends (sign-up is closed once an admin exists)."""
@@ -304,15 +299,19 @@ class Session:
             raise RuntimeError(f"adding the user {name} failed: {status} {text[:200]}")
 
     def sign_in(self, email: str) -> None:
+        self.page.goto(f"{self.base}/auth")
+        self.page.wait_for_selector("#email")
+        self._submit_credentials(email, shot="signed-in")
+
+    def _submit_credentials(self, email: str, *, shot: str) -> None:
+        """Fill the auth form's email and password, submit, wait for the chat and take a screenshot."""
         page = self.page
-        page.goto(f"{self.base}/auth")
-        page.wait_for_selector("#email")
         page.fill("#email", email)
         page.fill("#password", PASSWORD)
         page.locator("button[type=submit]").first.click()
         page.wait_for_selector("#chat-input")
         self.dismiss()
-        self.shot("signed-in")
+        self.shot(shot)
 
     def dismiss(self) -> None:
         """Close the changelog and similar dialogs that greet a new account."""
