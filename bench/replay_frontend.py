@@ -347,8 +347,15 @@ def check_all(exchanges: Sequence[Exchange], stores: dict[str, UserStore], repor
               expect_refused: bool) -> None:
     session = {text for ex in exchanges for _, text in spoken(ex.line.body)}
     session |= {ex.reply.strip() for ex in exchanges if ex.reply.strip()}
+    _check_statuses(exchanges, report, expect_refused=expect_refused)
+    _report_turns(stores, report)
+    _check_housekeeping(stores, session, report)
+    _check_identity(exchanges, stores, report)
+    _check_regenerate(exchanges, stores, report)
 
-    # Status codes.
+
+def _check_statuses(exchanges: Sequence[Exchange], report: Report, *, expect_refused: bool) -> None:
+    """Status codes: 200, a refusal of a request that names nobody, or the recorded upstream failure."""
     statuses = Counter((ex.status, ex.error_code) for ex in exchanges)
     report.say("  status codes: " + ", ".join(f"{s}{f' {c}' if c else ''}: {n}" for (s, c), n in sorted(
         statuses.items(), key=lambda kv: (kv[0][0], kv[0][1] or ""))))
@@ -365,14 +372,18 @@ def check_all(exchanges: Sequence[Exchange], stores: dict[str, UserStore], repor
     turns = Counter(ex.kioku("turn") for ex in exchanges if ex.status == 200 and ex.kioku("turn"))
     report.say(f"  kioku decided: {dict(decided)}; turns: {dict(turns)}")
 
-    # Turns per user and chat.
+
+def _report_turns(stores: dict[str, UserStore], report: Report) -> None:
+    """Turns per user and chat."""
     for user, store in sorted(stores.items()):
         report.say(f"  user {user}: {len(store.diary)} diary turns, {len(store.facts)} facts")
         for chat, window in store.windows.items():
             report.say(f"    chat {chat}: {len(window)} turns in the window"
                        + (", a summary" if store.summaries.get(chat) else ""))
 
-    # Housekeeping recorded.
+
+def _check_housekeeping(stores: dict[str, UserStore], session: set[str], report: Report) -> None:
+    """No housekeeping request was recorded as a turn, fact or summary."""
     bad = []
     for user, store in stores.items():
         recorded = [("diary", t[1]) for t in store.diary]
@@ -386,7 +397,9 @@ def check_all(exchanges: Sequence[Exchange], stores: dict[str, UserStore], repor
     report.check(not bad, f"housekeeping turns recorded: {len(bad)} ({task_turns} starting '### Task:')"
                  + "".join(f"\n      {b}" for b in bad[:10]))
 
-    # Identity: one sent identity <-> one kioku user; nothing of one user in another's files.
+
+def _check_identity(exchanges: Sequence[Exchange], stores: dict[str, UserStore], report: Report) -> None:
+    """One sent identity <-> one kioku user; nothing of one user in another's files."""
     mapping: dict[str | None, set[str]] = defaultdict(set)
     back: dict[str, set[str | None]] = defaultdict(set)
     for ex in exchanges:
@@ -410,7 +423,9 @@ def check_all(exchanges: Sequence[Exchange], stores: dict[str, UserStore], repor
     report.check(not leaks, f"users disjoint: {len(leaks)} texts of one user in another's diary/facts/window/summary "
                  f"({checked} texts of {len(said)} users checked)" + "".join(f"\n      {x}" for x in leaks[:10]))
 
-    # Regenerate: the same conversation sent again by the same identity and chat.
+
+def _check_regenerate(exchanges: Sequence[Exchange], stores: dict[str, UserStore], report: Report) -> None:
+    """Regenerate: the same conversation sent again by the same identity and chat is recorded once."""
     groups: dict[tuple, list[Exchange]] = defaultdict(list)
     for ex in exchanges:
         said_now = spoken(ex.line.body)
