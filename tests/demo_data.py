@@ -1,20 +1,11 @@
-"""A temp data folder holding the demo character, for tests that drive the whole engine."""
+"""The config for tests that drive the whole engine on the demo character with only the diary on
+(copy the character with `engine.service.testing.copy_demo`)."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from engine.config import EngineConfig, load_config
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def copy_demo(data_dir: Path, *, name: str = "xiaoyue") -> Path:
-    """The demo character's files, without its users and cache, copied to `data_dir/agents/<name>`."""
-    dest = data_dir / "agents" / name
-    shutil.copytree(ROOT / "data/agents/xiaoyue", dest, ignore=shutil.ignore_patterns("users", ".cache"))
-    return dest
 
 
 def diary_only_config(data_dir: Path) -> EngineConfig:

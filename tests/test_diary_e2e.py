@@ -9,8 +9,9 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from engine.orchestrator import MemoryOrchestrator
+from engine.service.testing import copy_demo
 
-from demo_data import copy_demo, diary_only_config
+from demo_data import diary_only_config
 
 TZ = ZoneInfo("Asia/Shanghai")
 NOW = datetime(2026, 11, 22, 15, 30, tzinfo=TZ)

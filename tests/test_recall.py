@@ -15,8 +15,9 @@ import pytest
 from engine.adapters.embed_cache import CachedEmbedder
 from engine.config import load_config
 from engine.orchestrator import MemoryOrchestrator
+from engine.service.testing import copy_demo
 
-from demo_data import copy_demo, diary_only_config
+from demo_data import diary_only_config
 
 ROOT = Path(__file__).resolve().parent.parent
 TZ = ZoneInfo("Asia/Shanghai")
