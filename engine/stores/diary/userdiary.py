@@ -22,7 +22,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
-from datetime import datetime, timedelta, tzinfo
+from datetime import tzinfo
 
 import numpy as np
 import yaml
