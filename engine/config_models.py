@@ -90,6 +90,9 @@ class TierCaps(_Strict):
 class RetrievalConfig(_Strict):
     query_recent_turns: int = Field(default=1, ge=0)
     """How many previous user/assistant turns join the message in the query text."""
+    query_pause_minutes: float = Field(default=120, ge=0)
+    """They join only when the last was said at most this long ago: after a pause they belong to
+    an earlier sitting, and would pull that sitting's diary lines into an unrelated message."""
     store_timeout_s: float = Field(default=5.0, gt=0)
     """Time each store gets, counted from when its call starts; a slower store is skipped and named."""
     max_prompts_in_flight: int = Field(default=8, ge=1)

@@ -191,10 +191,11 @@ class MemoryOrchestrator:
                 history, max_messages=self.config.short_term.max_messages, max_tokens=self.config.short_term.max_tokens
             )
         recent = tuple(m.to_openai() for m in window)
-        query_text = self._query_text(message, recent)
+        since_last = now - datetime.fromisoformat(window[-1].at) if history is None and window else None
+        paused = since_last is not None and since_last > timedelta(minutes=self.config.retrieval.query_pause_minutes)
+        query_text = self._query_text(message, () if paused else recent)
 
         # One embedding call for the query and every store's extra pieces, then every store.
-        since_last = now - datetime.fromisoformat(window[-1].at) if history is None and window else None
         hits_by_tier, diagnostics, timings = self._retrieve_all(
             message, user_id=user_id, now=now, recent=recent, text=query_text, since_last=since_last
         )

@@ -32,6 +32,7 @@ CHARACTER_KEYS: frozenset[str] = frozenset({
     "short_term.summary_max_words",
     "short_term.summary_max_tokens",
     "retrieval.query_recent_turns",
+    "retrieval.query_pause_minutes",
     "retrieval.budget_tokens",
     "retrieval.caps",
     "diary.enabled",

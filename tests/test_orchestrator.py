@@ -5,7 +5,7 @@ import asyncio
 import shutil
 import threading
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -214,3 +214,14 @@ def test_a_broken_brain_file_still_gives_a_prompt_and_is_named(data_dir, embedde
     assert "我今天去了江边" in contents and contents[-1] == "还记得吗"
     line = brain.count("\n", 0, brain.index("{") if "{" in brain else 0) + 1
     assert any(d.startswith("short_term: ") and f"brain.yaml:{line}:" in d and "must be text" in d for d in result.diagnostics)
+
+
+@pytest.mark.parametrize(("minutes", "with_context"), [(5, True), (24 * 60, False)], ids=["same-sitting", "next-day"])
+def test_the_last_turn_joins_the_query_only_within_a_sitting(data_dir, embedder, minutes, with_context):
+    """After a pause the previous sitting's last turn is not part of what the stores search for:
+    it would pull that sitting's diary lines into an unrelated first message."""
+    said = datetime(2026, 11, 20, 20, 0, tzinfo=TZ)
+    with open_orch(data_dir, embedder, []) as orch:
+        orch.record_turn("我在学吉他", "加油，练了多久了？", user_id="u1", at=said)
+        result = orch.build_prompt("你心情好吗", user_id="u1", now=said + timedelta(minutes=minutes))
+    assert ("吉他" in result.query_text) is with_context, result.query_text
