@@ -103,12 +103,9 @@ def search_hits(
         by_day.setdefault(datetime.fromtimestamp(item[0].ts, tz).strftime("%Y-%m-%d"), []).append(item)
     out = []
     for day, items in by_day.items():
-        whys = sorted({h.why for h, _, _ in items})
-        if whys == ["context"]:
-            # Only neighbours of matches that the window already shows: no evidence of their own.
-            continue
         text = f"[{day}]\n" + "\n".join(line for _, line, _ in items)
         top = max(h.score for h, _, _ in items)
+        whys = sorted({h.why for h, _, _ in items})
         out.append(
             Hit(
                 store=STORE,
