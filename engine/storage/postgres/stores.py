@@ -35,7 +35,7 @@ from engine.stores.core.admin import CoreAdmin
 from engine.stores.core.extraction import Extraction
 from engine.stores.diary.admin import DiarySearchResult
 from engine.stores.diary.answer import (
-    MIN_SEARCH_TOKENS, RAW_CANDIDATES, SEARCH_K, Names, _has_content, is_small_talk, search_text, side_of,
+    MIN_SEARCH_TOKENS, RAW_CANDIDATES, SEARCH_K, Names, _has_content, character_names, is_small_talk, search_text, side_of,
 )
 from engine.stores.diary.dates import resolve_dates
 from engine.stores.diary.entry import DiaryEntry
@@ -297,14 +297,7 @@ class PgDiaryStore:
 
     def names(self) -> Names:
         if self._names is None:
-            from engine.character import load_character
-
-            try:
-                c = load_character(self.paths)
-                self._names = Names(c.user_name, c.name)
-            except Exception as exc:  # noqa: BLE001 - names only steer ranking; never fail a prompt
-                log.warning("diary: character names unavailable (%s); search without them", exc)
-                self._names = Names("", "")
+            self._names = character_names(self.paths)
         return self._names
 
     def entries(self, user_id: str, start: datetime, end: datetime) -> list[DiaryEntry]:

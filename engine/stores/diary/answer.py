@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
+from engine.paths import CharacterPaths
 from engine.search.base import SearchHit, SearchRequest, Side
 from engine.stores.base import Hit, Query
 from engine.stores.diary.recall import clip_to_past, decide, is_question, recall_cue
@@ -40,6 +42,19 @@ _EN_OTHER = re.compile(r"\b(you|your|yours|yourself)\b", re.IGNORECASE)
 class Names:
     user: str
     char: str
+
+
+def character_names(paths: CharacterPaths) -> Names:
+    """The user's and the character's names from the character file; empty ones when it cannot be
+    read (names only steer ranking: a prompt never fails for them)."""
+    from engine.character import load_character
+
+    try:
+        character = load_character(paths)
+    except Exception as exc:  # noqa: BLE001 - names only steer ranking; never fail a prompt
+        logging.getLogger(__name__).warning("diary: character names unavailable (%s); search without them", exc)
+        return Names("", "")
+    return Names(character.user_name, character.name)
 
 
 def side_of(message: str, names: Names) -> Side | None:

@@ -33,7 +33,7 @@ from engine.prompts import Prompts
 from engine.search.base import SearchRequest
 from engine.stores.base import Hit, Message, Query, Turn
 from engine.stores.diary.admin import DiarySearchResult, find_entry, rewrite_entry
-from engine.stores.diary.answer import RAW_CANDIDATES, Names, answer, broken_days, search_text
+from engine.stores.diary.answer import RAW_CANDIDATES, Names, answer, broken_days, character_names, search_text
 from engine.stores.diary.dates import resolve_dates
 from engine.stores.diary.dayfile import day_file_name, prepare_for_append
 from engine.stores.diary.entry import DiaryEntry, format_entry
@@ -105,14 +105,7 @@ class DiaryStore:
 
     def names(self) -> Names:
         if self._names is None:
-            from engine.character import load_character
-
-            try:
-                character = load_character(self.paths)
-                self._names = Names(character.user_name, character.name)
-            except Exception as exc:  # noqa: BLE001 - names only steer ranking; never fail a prompt
-                log.warning("diary: character names unavailable (%s); search without them", exc)
-                self._names = Names("", "")
+            self._names = character_names(self.paths)
         return self._names
 
     def range_ranges(self, parts: list) -> str:
