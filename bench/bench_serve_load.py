@@ -57,6 +57,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_service import UpstreamProcess  # noqa: E402
+from harness import post_chat  # noqa: E402
 from engine.service.testing import ServiceProcess, copy_demo  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
 
@@ -137,13 +138,7 @@ async def _chat_client(http: httpx.AsyncClient, c: int, turns: int, out: Load) -
         body = {"model": CHARACTER, "user": user, "stream": stream, "messages": [{"role": "user", "content": text}]}
         t0 = time.perf_counter()
         try:
-            if stream:
-                async with http.stream("POST", "/v1/chat/completions", json=body) as r:
-                    lines = [line async for line in r.aiter_lines() if line]
-                ok = r.status_code == 200 and bool(lines) and lines[-1] == "data: [DONE]"
-            else:
-                r = await http.post("/v1/chat/completions", json=body)
-                ok = r.status_code == 200
+            ok, status = await post_chat(http, body, stream=stream)
         except httpx.HTTPError as exc:
             out.errors.append(f"client {c} turn {i}: {type(exc).__name__}: {exc}")
             continue
@@ -151,7 +146,7 @@ async def _chat_client(http: httpx.AsyncClient, c: int, turns: int, out: Load) -
         if ok:
             out.sent[c].append(text)
         else:
-            out.errors.append(f"client {c} turn {i}: HTTP {r.status_code}: {r.text[:200] if not stream else ''}")
+            out.errors.append(f"client {c} turn {i}: HTTP {status}")
 
 
 async def _post_fact(http: httpx.AsyncClient, text: str, out: Load) -> None:

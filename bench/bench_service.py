@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from engine.fake_openai import FakeOpenAIServer  # noqa: E402
 from engine.service.testing import ServiceProcess  # noqa: E402
-from harness import options  # noqa: E402
+from harness import options, post_chat  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
 
 TOKEN = "bench-token"
@@ -105,19 +105,13 @@ async def _client(http: httpx.AsyncClient, c: int, user: str, turns: int, out: O
         body = {"model": "xiaoyue", "user": user, "stream": stream, "messages": [{"role": "user", "content": text}]}
         t0 = time.perf_counter()
         try:
-            if stream:
-                async with http.stream("POST", "/v1/chat/completions", json=body) as r:
-                    lines = [line async for line in r.aiter_lines() if line]
-                ok = r.status_code == 200 and lines and lines[-1] == "data: [DONE]"
-            else:
-                r = await http.post("/v1/chat/completions", json=body)
-                ok = r.status_code == 200
+            ok, status = await post_chat(http, body, stream=stream)
         except httpx.HTTPError as exc:
             out.errors.append(f"client {c} turn {i}: {type(exc).__name__}: {exc}")
             continue
         out.latencies_ms.append((time.perf_counter() - t0) * 1000)
         if not ok:
-            out.errors.append(f"client {c} turn {i}: HTTP {r.status_code}")
+            out.errors.append(f"client {c} turn {i}: HTTP {status}")
             continue
         out.sent[c].append(text)
 

@@ -9,6 +9,7 @@ import shutil
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -78,3 +79,14 @@ def write_history(data_dir: Path, user_id: str, messages: int, *, end: datetime,
             for role, text, suffix in (("user", f"{user}（{i}）", "u"), ("assistant", reply, "a")):
                 n = token_cache.setdefault(text, count_tokens(text))
                 f.write("- " + json.dumps({"id": f"h{i:07d}:{suffix}", "role": role, "content": text, "at": at, "tokens": n}, ensure_ascii=False) + "\n")
+
+
+async def post_chat(http: Any, body: dict, *, stream: bool) -> tuple[bool, int]:
+    """POST one chat completion on an `httpx.AsyncClient`: (answered in full, HTTP status). A
+    stream counts as answered when it ends with `data: [DONE]`."""
+    if stream:
+        async with http.stream("POST", "/v1/chat/completions", json=body) as r:
+            lines = [line async for line in r.aiter_lines() if line]
+        return r.status_code == 200 and bool(lines) and lines[-1] == "data: [DONE]", r.status_code
+    r = await http.post("/v1/chat/completions", json=body)
+    return r.status_code == 200, r.status_code
