@@ -22,6 +22,7 @@ module-level cache, so several test files importing the fixtures share it).
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import pwd
@@ -69,6 +70,42 @@ def find_install(name: str) -> PgInstall | None:
                 return PgInstall("debian", bin_dir, has_vector=(share / "vector.control").exists())
         return None
     raise ValueError(f"unknown PostgreSQL install {name!r} (use 'pgserver' or 'debian')")
+
+
+def reachable_install(install: PgInstall, run_as: pwd.struct_passwd) -> PgInstall:
+    """`install` when `run_as` can run its binaries, else a copy under the temp folder.
+
+    A checkout inside a folder only root may enter (`/root`, a `mktemp -d`) hides the venv's
+    pgserver binaries from the unprivileged server user. PostgreSQL finds its libraries and
+    extensions relative to its binaries, and the wheel's binaries find their shared libraries in
+    the sibling `<package>.libs` folder (RPATH `$ORIGIN/../../../pgserver.libs`), so the copy keeps
+    `<package>/<install>/` and `<package>.libs/` side by side."""
+    if _can_run(install.bin_dir / "postgres", run_as):
+        return install
+    tree = install.bin_dir.parent  # .../site-packages/pgserver/pginstall
+    package = tree.parent
+    libs = package.with_name(package.name + ".libs")
+    dest = Path(tempfile.gettempdir()) / f"kioku-pg-install-{hashlib.sha256(str(tree).encode()).hexdigest()[:12]}"
+    copied_bin = dest / package.name / tree.name / "bin"
+    if not (copied_bin / "postgres").exists():
+        partial = dest.with_name(f"{dest.name}.{os.getpid()}.partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(tree, partial / package.name / tree.name, symlinks=True)
+        if libs.is_dir():
+            shutil.copytree(libs, partial / libs.name, symlinks=True)
+        for folder in (partial, partial / package.name):
+            folder.chmod(0o755)
+        shutil.rmtree(dest, ignore_errors=True)
+        os.replace(partial, dest)
+    return PgInstall(install.name, copied_bin, install.has_vector)
+
+
+def _can_run(binary: Path, run_as: pwd.struct_passwd) -> bool:
+    try:
+        subprocess.run([str(binary), "--version"], capture_output=True, check=True, **PgServer._user_kwargs(run_as))
+    except (OSError, subprocess.CalledProcessError):
+        return False
+    return True
 
 
 def ensure_system_user(name: str = PG_USER) -> pwd.struct_passwd:
@@ -151,7 +188,11 @@ class PgServer:
         raise RuntimeError(f"PostgreSQL ({self.install.name}) did not start; log:\n{self.log_tail()}")
 
     def _run_as(self) -> pwd.struct_passwd | None:
-        return ensure_system_user() if os.geteuid() == 0 else None
+        if os.geteuid() != 0:
+            return None
+        user = ensure_system_user()
+        self.install = reachable_install(self.install, user)
+        return user
 
     def _run(self, argv: list[str], run_as: pwd.struct_passwd | None) -> None:
         argv = [str(self.install.bin_dir / argv[0]), *argv[1:]]
