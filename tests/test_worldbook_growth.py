@@ -103,3 +103,60 @@ def test_meaning_is_searched_across_segments(tmp_path, embedder):
                                      encoding="utf-8")
     store.refresh()
     assert "人物.yaml#2" not in [h.meta["uid"] for h in ask(store, embedder, "那个撑船四十年的老爷爷叫什么")]
+
+
+def test_appending_to_a_file_indexes_only_the_new_entry(tmp_path):
+    folder = tmp_path / "agent/data_base"
+    store = make_store(tmp_path, {})
+    lines: list[str] = []
+    for n in range(100):
+        lines.append(f"钥匙{n:03d}号: 设定{n}\n")
+        (folder / "grow.yaml").write_text("".join(lines), encoding="utf-8")
+        store.refresh()
+    snap = store.book.snapshot
+    # Re-adding the whole file on every append would have put 5,050 entries in the table.
+    assert snap.count == 100 and len(snap.table.entries) == 100
+    # Changing one entry replaces that entry only; the rest keep their indices.
+    before = {uid: i for i, uid in ((i, e.uid) for i, e in snap.entries())}
+    lines[40] = "钥匙040号: 改过的设定\n"
+    (folder / "grow.yaml").write_text("".join(lines), encoding="utf-8")
+    store.refresh()
+    after = {uid: i for i, uid in ((i, e.uid) for i, e in store.book.snapshot.entries())}
+    assert [uid for uid in before if before[uid] != after[uid]] == ["grow.yaml#41"]
+    assert [h.text for h in _hits(store, "钥匙040号 钥匙041号")] == ["钥匙040号: 改过的设定", "钥匙041号: 设定41"]
+
+
+@pytest.mark.parametrize("seed", EDITS[:2])
+def test_partial_edits_answer_like_a_fresh_load(tmp_path, embedder, seed):
+    """Edits that change, insert, delete or disable single entries of a file (so most entries are
+    kept in place) give the same keyword and meaning answers as loading the folder fresh."""
+    rng = random.Random(seed)
+    folder = tmp_path / "agent/data_base"
+    store = demo_store(tmp_path, embedder, check_interval_s=0)
+    files: dict[str, list[str]] = {f"p{k}.yaml": [f"地名{k}{j}号: 第{k}{j}处地方的设定\n" for j in range(6)]
+                                   for k in range(4)}
+    for step in range(18):
+        name = rng.choice(sorted(files))
+        body = files[name]
+        j = rng.randrange(len(body))
+        action = rng.random()
+        if action < 0.3:
+            body.insert(j, f"新地名{step}号: 第{step}步加的设定\n")  # shifts the uids after it
+        elif action < 0.5 and len(body) > 1:
+            del body[j]
+        elif action < 0.7:
+            body.append(f"末尾{step}号: 第{step}步加在最后\n")
+        else:
+            body[j] = body[j].split(":")[0] + f": 第{step}步改过的设定\n"
+        (folder / name).write_text("".join(body), encoding="utf-8")
+        store.refresh()
+        if step % 6 == 5:
+            fresh = demo_store(tmp_path / f"fresh{step}", embedder, check_interval_s=0)
+            for p in folder.glob("*.yaml"):
+                (tmp_path / f"fresh{step}/agent/data_base" / p.name).write_bytes(p.read_bytes())
+            fresh.refresh()
+            message = " ".join(line.split(":")[0] for body in files.values() for line in body[::2])
+            assert fired(store, message) == fired(fresh, message), step
+            for question in ("第二处地方是什么样的", "最后加的设定", "那个撑船四十年的老爷爷叫什么"):
+                got = [(h.meta["uid"], h.text) for h in ask(store, embedder, question)]
+                assert got == [(h.meta["uid"], h.text) for h in ask(fresh, embedder, question)], (step, question)

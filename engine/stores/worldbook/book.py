@@ -3,9 +3,11 @@
 `refresh()` is cheap when nothing changed (one `scandir` and a stat per file), re-parses only
 files whose stat changed and whose bytes really differ, and re-embeds only texts that no loaded
 file had before. Readers never lock: each refresh that changes something swaps in a new immutable
-`Snapshot`, so a search that is running keeps using the one it started with. The changed files
-become one new small segment; segments merge geometrically (`segments.py`), so a book that grows
-one key at a time costs O(log n) per key, not O(book).
+`Snapshot`, so a search that is running keeps using the one it started with. The entries that
+changed files really changed (new, or different from the entry with the same uid) become one new
+small segment; the rest keep their place, so appending a key to a file of a hundred entries
+indexes one entry, not a hundred. Segments merge geometrically (`segments.py`), so a book that
+grows one key at a time costs O(log n) small rebuilds per key, not O(book).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import os
 import threading
 import time
 from collections import ChainMap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -73,14 +75,14 @@ class FileState:
     """Unique texts embedded for `entries` (semantic keys, then content openings), in order;
     rows of `vectors`."""
     vectors: np.ndarray | None = None
-    version: int = 0
-    """The file version whose entries are in the search segments (0: none yet)."""
-    indices: range = range(0)
-    """Global indices of `entries` under `version`."""
+    indices: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """Global index of each of `entries` in the search segments."""
+    indexed: dict[str, tuple[Entry, int, bool]] = field(default_factory=dict)
+    """By uid, as last indexed: (entry, global index, whether it got semantic rows)."""
     stale: bool = True
-    """Entries or vectors changed since `version` was indexed: index a new version."""
+    """Entries or vectors changed since they were last indexed."""
     constants: tuple[int, ...] = ()
-    """Global indices of its enabled constant entries (under `version`)."""
+    """Global indices of its enabled constant entries."""
     key_rows: int = 0
     """Semantic rows of its keys in the index (content openings not counted)."""
 
@@ -110,7 +112,6 @@ class Book:
         self._files: dict[str, FileState] = {}
         self._lock = threading.Lock()
         self._table = EntryTable()
-        self._versions = 0
         self.snapshot = Snapshot()
         self.embed_error: str | None = None
         # Every embedded text of the loaded files, with how many files use it, so an embedding
@@ -236,31 +237,51 @@ class Book:
             # Mostly dead entries: start a new table (O(book), after at least as many edits).
             self._table = EntryTable()
             for s in states:
-                s.stale = True
+                s.stale, s.indexed = True, {}
             previous: tuple[Segment, ...] = ()
         else:
             previous = self.snapshot.segments
-        fresh = [s for s in states if s.stale]
-        for s in fresh:
-            self._versions += 1
-            s.version, s.stale = self._versions, False
-            s.indices = self._table.add(s.entries, s.version)
-            s.constants = tuple(i for i, e in zip(s.indices, s.entries) if e.constant and e.enabled)
-            s.key_rows = _key_rows(s, self.content) if s.vectors is not None else 0
-        new = None
-        if fresh:
-            rows = Rows.concat([_file_rows(s, self.content) for s in fresh if s.vectors is not None])
-            new = Segment.build(self._table, [i for s in fresh for i in s.indices], rows)
-        live = frozenset(s.version for s in states)
+        added: list[int] = []
+        rows: list[Rows] = []
+        for s in (s for s in states if s.stale):
+            added += self._index(s, rows)
+        live = np.zeros(len(self._table.entries), dtype=bool)
+        if states:
+            live[np.concatenate([s.indices for s in states])] = True
+        new = Segment.build(self._table, added, Rows.concat(rows)) if added else None
         self.snapshot = Snapshot(
             table=self._table,
             segments=grow(previous, self._table, new, live, alive),
-            live=live,
+            alive=live,
             count=alive,
             key_rows=sum(s.key_rows for s in states),
             constants=tuple(i for s in states for i in s.constants),
         )
         self.reloads += 1
+
+    def _index(self, state: FileState, rows: list[Rows]) -> list[int]:
+        """Give the file's entries global indices: an entry equal to the one indexed under its uid
+        keeps its index (and its rows, if it has them or still needs none), others are added.
+        Appends the new entries' semantic rows to `rows`; returns their indices."""
+        with_rows = state.vectors is not None
+        kept: list[int | None] = []
+        for e in state.entries:
+            old = state.indexed.get(e.uid)
+            kept.append(old[1] if old is not None and old[0] == e and (old[2] or not with_rows) else None)
+        fresh = [e for e, i in zip(state.entries, kept) if i is None]
+        numbers = iter(self._table.add(fresh))
+        indices = [i if i is not None else next(numbers) for i in kept]
+        added = [g for g, i in zip(indices, kept) if i is None]
+        had_rows = {e.uid: state.indexed[e.uid][2] for e, i in zip(state.entries, kept) if i is not None}
+        state.indexed = {e.uid: (e, g, had_rows.get(e.uid, with_rows)) for e, g in zip(state.entries, indices)}
+        state.indices = np.asarray(indices, dtype=np.int64)
+        state.stale = False
+        state.constants = tuple(g for g, e in zip(indices, state.entries) if e.constant and e.enabled)
+        state.key_rows = _key_rows(state, self.content) if with_rows else 0
+        if with_rows and fresh:
+            rows.append(_file_rows(state, [(g, e) for g, e, i in zip(indices, state.entries, kept) if i is None],
+                                   self.content))
+        return added
 
     def errors(self) -> list[BookError]:
         return [e for s in self._files.values() for e in s.errors]
@@ -280,11 +301,12 @@ def _key_rows(state: FileState, content: bool) -> int:
     return sum(1 for e in state.entries for _, c in semantic_texts(e, content) if not c)
 
 
-def _file_rows(state: FileState, content: bool) -> Rows:
-    """One row per (entry, semantic text) of a file version: its vector, global entry, text, kind."""
+def _file_rows(state: FileState, entries: list[tuple[int, Entry]], content: bool) -> Rows:
+    """One row per (entry, semantic text) of some of a file's entries, given with their global
+    indices: its vector, global entry, text, kind."""
     assert state.vectors is not None
     slot = {k: i for i, k in enumerate(state.keys)}
-    rows = [(g, t, c) for g, e in zip(state.indices, state.entries) for t, c in semantic_texts(e, content)]
+    rows = [(g, t, c) for g, e in entries for t, c in semantic_texts(e, content)]
     if not rows:
         return Rows.empty(state.vectors.shape[1])
     return Rows(

@@ -4,10 +4,11 @@ An edit used to rebuild the whole keyword automaton and FAISS index, so adding k
 cost O(book) each: quadratic in the end (2,000 keys added one at a time took 52 s). Now each
 refresh puts the changed files' entries into one new small `Segment` (its own automaton and
 index), and a segment is merged with the one before it while that one is at most twice its size
-(a binary counter: every entry is rebuilt O(log n) times in all). Entries of a replaced or
-deleted file version are dead: a snapshot ignores them, and merges drop them; when dead entries
-outnumber live ones everything is compacted. Readers never lock: a snapshot is a tuple of
-immutable segments plus the set of live file versions, swapped in whole.
+(a binary counter: every entry is rebuilt O(log n) times in all). An edited file adds only the
+entries it changed (`book.py`): the others keep their place. Entries of a replaced or deleted
+version are dead: a snapshot ignores them, and merges drop them; when dead entries outnumber live
+ones everything is compacted. Readers never lock: a snapshot is a tuple of immutable segments
+plus its own flags of which entries are alive, swapped in whole.
 """
 
 from __future__ import annotations
@@ -84,12 +85,10 @@ class EntryTable:
     """
 
     entries: list[Entry] = field(default_factory=list)
-    version: list[int] = field(default_factory=list)
 
-    def add(self, entries: Sequence[Entry], version: int) -> range:
+    def add(self, entries: Sequence[Entry]) -> range:
         start = len(self.entries)
         self.entries.extend(entries)
-        self.version.extend([version] * len(entries))
         return range(start, len(self.entries))
 
 
@@ -99,8 +98,9 @@ class Snapshot:
 
     table: EntryTable = field(default_factory=EntryTable)
     segments: tuple[Segment, ...] = ()
-    live: frozenset[int] = frozenset()
-    """File versions whose entries are active."""
+    alive: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    """Per global entry index (as the table was when built): whether the entry is active. Never
+    written after the snapshot is built (a rebuild makes a new array)."""
     count: int = 0
     """Live entries."""
     key_rows: int = 0
@@ -111,7 +111,7 @@ class Snapshot:
         return self.table.entries[i]
 
     def is_live(self, i: int) -> bool:
-        return self.table.version[i] in self.live
+        return bool(self.alive[i])
 
     def entries(self) -> Iterator[tuple[int, Entry]]:
         """Live entries with their global index (O(book): for status and calibration, not per prompt)."""
@@ -162,9 +162,10 @@ class Snapshot:
 
 
 def grow(
-    segments: Sequence[Segment], table: EntryTable, new: Segment | None, live: frozenset[int], alive: int
+    segments: Sequence[Segment], table: EntryTable, new: Segment | None, live: np.ndarray, alive: int
 ) -> tuple[Segment, ...]:
-    """The segments after adding `new` (`alive` = live entries in all of them): the newest merged
+    """The segments after adding `new` (`live`: the alive flags by global index; `alive`: how
+    many are set): the newest merged
     into the one before while that one is not much bigger; everything compacted when dead entries
     outnumber live ones. Costs O(log n) rebuilds per entry over a book's life, never O(book) per edit."""
     segments = list(segments)
@@ -178,11 +179,10 @@ def grow(
     return tuple(segments)
 
 
-def _merge(table: EntryTable, segments: Sequence[Segment], live: frozenset[int]) -> Segment:
-    entries = [i for s in segments for i in s.entries if table.version[i] in live]
+def _merge(table: EntryTable, segments: Sequence[Segment], live: np.ndarray) -> Segment:
+    entries = [i for s in segments for i in s.entries if live[i]]
     parts = []
     for s in segments:
         if len(s.rows.entry):
-            mask = np.fromiter((table.version[i] in live for i in s.rows.entry.tolist()), bool, len(s.rows.entry))
-            parts.append(s.rows.keep(mask))
+            parts.append(s.rows.keep(live[s.rows.entry]))
     return Segment.build(table, entries, Rows.concat(parts))
