@@ -125,10 +125,23 @@ def growth(embedder, total: int, marks: tuple[int, ...], per_file: int = 100) ->
                 now, cpu = time.perf_counter(), time.process_time()
                 snap = store.book.snapshot
                 added = n + 1 - last_n
+                poll = idle_refresh_ms(store)
                 print(f"  {n + 1:>6} keys: {now - start:7.1f} s in all (CPU {cpu - cpu0:6.1f} s); per key since "
                       f"{last_n}: {(now - last) / added * 1000:5.2f} ms (CPU {(cpu - last_cpu) / added * 1000:5.2f} ms); "
-                      f"{len(snap.segments)} segments")
-                last, last_cpu, last_n = now, cpu, n + 1
+                      f"{len(snap.segments)} segments; a refresh that finds nothing changed (the folder poll, "
+                      f"{n // per_file + 1} files): {poll:.2f} ms")
+                last, last_cpu, last_n = time.perf_counter(), time.process_time(), n + 1
+
+
+def idle_refresh_ms(store: WorldBookStore, repeat: int = 21) -> float:
+    """Median time of a refresh when no file changed: one stat per file, which every refresh pays
+    (at most once per `check_interval_s` in service; after every key in this bench)."""
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        store.refresh()
+        times.append(time.perf_counter() - t)
+    return sorted(times)[repeat // 2] * 1000
 
 
 def make_store(root: Path, embedder, *, semantic: bool = True, check_interval_s: float = 1.0) -> WorldBookStore:
