@@ -164,3 +164,31 @@ def test_broken_day_file_is_reported_not_called_empty(tmp_path, embedder):
         assert any("2026-05-08.yaml:" in d for d in result.diagnostics), result.diagnostics
         text = diary_text(result)
         assert "没有任何对话记录" not in text and "2026-05-08.yaml" in text
+
+
+def test_a_range_too_long_to_show_whole_answers_from_its_turns_even_when_no_word_matches(tmp_path, embedder):
+    """"Where did I go in July 2026?" over a July too long for the budget, whose lines share no word
+    with the question and none stands out by meaning: the month's turns are still what is shown
+    (ranked), not nothing but a note that they were left out."""
+    copy_demo(tmp_path)
+    orch = MemoryOrchestrator.from_config("xiaoyue", config=diary_only_config(tmp_path), embedder=embedder)
+    dishes = ["braised pork", "tomato egg soup", "dumplings", "mapo tofu", "fried rice", "noodles with scallion oil"]
+    try:
+        for i in range(36):
+            at = datetime(2026, 7, 1 + i % 28, 19, i, tzinfo=TZ)
+            dish = dishes[i % len(dishes)]
+            orch.record_turn(
+                f"Tonight I cooked {dish} again, number {i}: first the sauce, then the heat low for a long while, "
+                f"then a pinch of sugar at the end so it tastes rounder; the kitchen smelled wonderful.",
+                f"That sounds delicious. {dish.capitalize()} is worth the patience; did you keep some for tomorrow?",
+                user_id="jo", at=at, turn_id=f"july{i}")
+        for i in range(6):
+            orch.record_turn(f"Work was busy this week, meeting {i}.", "Take a break when you can.", user_id="jo",
+                             at=datetime(2026, 8, 3 + i, 9, 0, tzinfo=TZ), turn_id=f"aug{i}")
+        assert orch.flush(300)
+        result = orch.build_prompt("Where did I go in July 2026?", user_id="jo", now=datetime(2026, 9, 1, 12, tzinfo=TZ))
+        text = diary_text(result)
+        assert "Tonight I cooked" in text, text
+        assert "Work was busy" not in text  # the range's lines, not the rest of the diary
+    finally:
+        orch.close()

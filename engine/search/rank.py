@@ -10,9 +10,9 @@ the participant a question names ranks first.
 The gate keeps unrelated small talk out without one absolute cosine: a line passes it when it
 holds a fifth of the query's content-word IDF (lexical agreement), or its cosine stands well
 above the query's own top candidates (a margin over its score distribution), or it is next to
-such a line. A query none of whose lines pass finds nothing ("How are you?", "晚安"); otherwise
-lines past the gate gain a bonus, and the rest may follow by score (a multi-part question's
-other parts rarely share its words).
+such a line. A query none of whose lines pass finds nothing ("How are you?", "晚安") but the lines
+of a time range it asks about; otherwise lines past the gate gain a bonus, and the rest may
+follow by score (a multi-part question's other parts rarely share its words).
 """
 
 from __future__ import annotations
@@ -82,6 +82,9 @@ def search(ix: "FileTurnIndex", req: SearchRequest) -> list[SearchHit]:
     strong = (core | nb.near(core, len(t.context))) & has
     eligible = has & bool(core.any()) if t.gate == "query" else strong
     range_mask = np.isin(cand, in_range)[:, None] & np.ones((1, 2), dtype=bool) if in_range.size else np.zeros_like(has)
+    # A range comes only with a question that asks about it ("where did I travel in July"): its
+    # lines are what was asked for even when none shares a word or stands out by meaning.
+    eligible = eligible | (range_mask & has)
     if score.size:
         score = score + t.gate_bonus * float(score.max()) * (strong | range_mask)
     return _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, vecs, q_terms, content)

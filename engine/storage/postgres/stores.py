@@ -35,7 +35,8 @@ from engine.stores.core.admin import CoreAdmin
 from engine.stores.core.extraction import Extraction
 from engine.stores.diary.admin import DiarySearchResult
 from engine.stores.diary.answer import (
-    MIN_SEARCH_TOKENS, RAW_CANDIDATES, SEARCH_K, Names, _has_content, character_names, is_small_talk, search_text, side_of,
+    MIN_SEARCH_TOKENS, RAW_CANDIDATES, SEARCH_K, Names, _has_content, character_names, is_small_talk, message_vector,
+    query_texts, search_text, side_of,
 )
 from engine.stores.diary.dates import resolve_dates
 from engine.stores.diary.entry import DiaryEntry
@@ -76,9 +77,7 @@ class PgDiaryStore:
     # -- the Store protocol ---------------------------------------------------------------------
 
     def query_texts(self, message: str, recent: Sequence[Message]) -> list[str]:
-        if self.config.enabled and self.config.search and recent and message.strip():
-            return [message]
-        return []
+        return query_texts(self.config, message, recent, self.names())
 
     def retrieve(self, query: Query) -> list[Hit]:
         """What the files diary's `answer` puts in a prompt, step for step, over the database:
@@ -94,7 +93,7 @@ class PgDiaryStore:
         ranges = [(e, c) for e in expressions if (c := clip_to_past(e.start, e.end, now)) is not None]
         decision = decide(query.message, has_past_range=bool(ranges), require_cue=self.config.require_recall_cue,
                           before_today=any(stop <= today for _, (_, stop) in ranges))
-        vector = _message_vector(query)
+        vector = message_vector(query)
         window = {" ".join(m.get("content", "").split()) for m in query.recent}
         side = side_of(query.message, names)
         text = search_text(query.message, [e.span for e in expressions], names)
@@ -132,7 +131,8 @@ class PgDiaryStore:
             hits += lines
             if span:
                 shown = {i for h in lines for i in h.meta["ids"]} & {h.turn_id for h in found if h.in_range}
-                hits.append(self._omitted_note(ranges, in_range_total, in_range_total - len(shown)))
+                if len(shown) < in_range_total:  # every turn of the range shown: nothing to say
+                    hits.append(self._omitted_note(ranges, in_range_total, in_range_total - len(shown)))
         return hits
 
     def _search(self, user_id: str, request: SearchRequest) -> list[SearchHit]:
@@ -168,7 +168,8 @@ class PgDiaryStore:
         epoch span of the first range), with the files diary's bounds."""
         turns: list[StoredTurn] = []
         seen: set[str] = set()
-        parts = []
+        parts: list[str] = []
+        whys: list[str] = []
         first = None
         for expr, (start, stop) in ranges:
             clipped = stop < expr.end
@@ -179,14 +180,18 @@ class PgDiaryStore:
                 first = (lo, last + 1)
             found = self.turns.range(user_id, datetime.fromtimestamp(lo, timezone.utc),
                                      datetime.fromtimestamp(last + 1, timezone.utc))
-            parts.append(f'"{expr.text}" {fmt_range(expr.start, expr.end, self.tz)}')
+            quoted = f"“{expr.text}”" if self.prompts.language == "zh" else f'"{expr.text}"'
+            parts.append(f"{quoted} {fmt_range(expr.start, expr.end, self.tz)}")
+            # Worded as the files diary words it (answer._range_candidates).
+            why = f'expression "{expr.text}" → {fmt_range(expr.start, expr.end, self.tz)}, {len(found)} turns'
+            whys.append(why + (f" (up to now, {stop.astimezone(self.tz):%Y-%m-%d %H:%M})" if clipped else ""))
             for t in found:
                 if t.id not in seen:
                     seen.add(t.id)
                     turns.append(t)
         described = "；".join(parts) if self.prompts.language == "zh" else "; ".join(parts)
         turns.sort(key=lambda t: (int(t.at.timestamp()), t.id))
-        reason = f"{described}, {len(turns)} turns" + (f', recall cue "{cue}"' if cue else "")
+        reason = "; ".join(whys) + (f', recall cue "{cue}"' if cue else "")
         cands = [Candidate(i, int(t.at.timestamp()), t.at.astimezone(self.tz).date().isoformat(), t.tag, 0.0, reason)
                  for i, t in enumerate(turns)]
         return cands, turns, described, first
@@ -362,13 +367,6 @@ class PgDiaryStore:
         return done
 
     reindex = build_search_index
-
-
-def _message_vector(query: Query) -> np.ndarray | None:
-    texts, vectors = query.pieces.get(STORE, ((), None))
-    if texts and vectors is not None and len(vectors):
-        return np.asarray(vectors[0], dtype=np.float32)
-    return query.vector
 
 
 class PgCoreStore(CoreMemoryStore):

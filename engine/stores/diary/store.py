@@ -33,7 +33,9 @@ from engine.prompts import Prompts
 from engine.search.base import SearchRequest
 from engine.stores.base import Hit, Message, Query, Turn
 from engine.stores.diary.admin import DiarySearchResult, find_entry, rewrite_entry
-from engine.stores.diary.answer import RAW_CANDIDATES, Names, answer, broken_days, character_names, search_text
+from engine.stores.diary.answer import (
+    RAW_CANDIDATES, Names, answer, broken_days, character_names, query_texts,
+)
 from engine.stores.diary.dates import resolve_dates
 from engine.stores.diary.dayfile import day_file_name, prepare_for_append
 from engine.stores.diary.entry import DiaryEntry, format_entry
@@ -86,17 +88,7 @@ class DiaryStore:
     # -- the Store protocol ---------------------------------------------------------------------
 
     def query_texts(self, message: str, recent: Sequence[Message]) -> list[str]:
-        # The message alone, when the query text also carries the window's last turn: the search
-        # ranks a standalone question better by its own vector (measured on LoCoMo: +3 points).
-        if not (self.config.enabled and self.config.search and message.strip()):
-            return []
-        # Without the participants' names: nearly every line is said to or by one of them, so a
-        # name in the vector matches everything a little and the topic less (the side prior
-        # decides whose lines rank first). LoCoMo tuning split: multi-hop 0.576 -> 0.641.
-        text = " ".join(search_text(message, [], self.names()).split())
-        if text and text != message:
-            return [text]
-        return [message] if recent else []
+        return query_texts(self.config, message, recent, self.names())
 
     def retrieve(self, query: Query) -> list[Hit]:
         if not self.config.enabled:
