@@ -64,6 +64,7 @@ def main() -> None:
             query_text = orch.build_prompt(message, user_id="bench", now=now).query_text
             recent = [m.to_openai() for m in orch.short_term.window("bench")]
             batch = [query_text] + [t for store in orch.stores for t in store.query_texts(message, recent)]
+            batch = list(dict.fromkeys(batch))  # a text several stores ask for is embedded once
             floor = timed(lambda: orch.embedder.embed(batch, role="query"), args.repeat)
             base = sorted(floor)[len(floor) // 2]
             report(f"  the embedding call alone ({len(batch)} texts) for {message!r}", floor)

@@ -118,12 +118,16 @@ class Reader:
                 log.warning("store %s: query_texts failed: %s: %s", store.name, type(exc).__name__, exc)
                 diagnostics.append(f"{store.name}: no query pieces, query_texts failed: {type(exc).__name__}: {exc}")
         batch = [text] + [t for texts in pieces_by_store.values() for t in texts]
+        # Several stores often ask for the same text (the bare message): each is embedded once.
+        unique = list(dict.fromkeys(batch))
         t0 = time.perf_counter()
         vectors: np.ndarray | None
         try:
-            vectors = self.embedder.embed(batch, role="query")
-            if len(vectors) != len(batch):
-                raise ValueError(f"the embedder returned {len(vectors)} vectors for {len(batch)} texts")
+            found = self.embedder.embed(unique, role="query")
+            if len(found) != len(unique):
+                raise ValueError(f"the embedder returned {len(found)} vectors for {len(unique)} texts")
+            row = {t: i for i, t in enumerate(unique)}
+            vectors = np.asarray(found)[[row[t] for t in batch]]
         except Exception as exc:  # noqa: BLE001 - no vectors degrades the prompt, it does not fail it
             log.warning("embedder failed; answering without vectors: %s: %s", type(exc).__name__, exc)
             diagnostics.append(f"embedder: failed, answered without vectors: {type(exc).__name__}: {exc}")

@@ -87,6 +87,22 @@ def test_one_embedding_call_shared_by_all_stores(data_dir, embedder):
     assert {h.store for h in result.hits} == {"core", "world_book"}
 
 
+def test_a_text_several_stores_ask_for_is_embedded_once(data_dir, embedder):
+    counting = CountingEmbedder(embedder)
+    a = KeywordStore("core", {}, pieces=["坐缆车"])
+    b = KeywordStore("world_book", {}, pieces=["坐缆车", "piece two"])
+    with open_orch(data_dir, counting, [a, b]) as orch:
+        orch.flush()
+        counting.calls.clear()
+        orch.build_prompt("坐缆车", user_id="u1", now=datetime(2026, 11, 22, 12, tzinfo=TZ))
+    assert [texts for texts, _ in counting.calls] == [["坐缆车", "piece two"]]
+    # Every store still gets a vector per piece, in its order.
+    assert b.queries[0].pieces["world_book"][0] == ("坐缆车", "piece two")
+    vectors = b.queries[0].pieces["world_book"][1]
+    assert np.allclose(vectors[0], a.queries[0].pieces["core"][1][0]) and np.allclose(vectors[0], a.queries[0].vector)
+    assert np.allclose(vectors[1], embedder.embed(["piece two"], role="query")[0], atol=1e-5)
+
+
 def test_fixed_message_order(data_dir, embedder):
     stores = [KeywordStore("diary", {"昨天": "[昨天] 吃了面"}), KeywordStore("core", {"昨天": "讨厌香菜"}),
               KeywordStore("world_book", {"昨天": "雾川镇多雾"})]
