@@ -234,10 +234,13 @@ def _range_candidates(store, diary: UserDiary, ranges, decision, vector):
             reason += f", {int((~keep).sum())} dropped by the tag filter < {store.filter_threshold:.2f}"
             rows = rows[keep]
         parts.append((expr, desc, int(rows.size), start, stop))
-        for r in rows.tolist():
-            if r not in cands:
-                cands[r] = _candidate(diary, r, 0.0, reason)
-    return sorted(cands.values(), key=lambda c: (c.ts, c.row)), parts, first
+        fresh = rows[~np.isin(rows, np.fromiter(cands, dtype=np.int64, count=len(cands)))] if cands else rows
+        for c in _candidates(diary, fresh, reason):
+            cands[c.row] = c
+    out = list(cands.values())
+    if len(parts) > 1:  # one range's rows come in time order already
+        out.sort(key=lambda c: (c.ts, c.row))
+    return out, parts, first
 
 
 def _rank_in_range(diary: UserDiary, cands: list[Candidate], span, vector, text: str, side) -> list[Candidate]:
@@ -257,11 +260,17 @@ def _rank_in_range(diary: UserDiary, cands: list[Candidate], span, vector, text:
     return out
 
 
-def _candidate(diary: UserDiary, row: int, score: float, reason: str) -> Candidate:
-    ts = int(diary.index.ts[row])
+def _candidates(diary: UserDiary, rows: np.ndarray, reason: str) -> list[Candidate]:
+    """`_candidate` for many rows at once (a month can hold thousands of turns: read the columns
+    once instead of row by row)."""
+    index = diary.index
+    ts = index.ts[rows].tolist()
+    files = index.file[rows].tolist()
+    tags = index.tag[rows].tolist()
     # Day files are per local day, so the file name is the entry's local day (no tz maths).
-    day = diary.index.file_names[int(diary.index.file[row])][:10]
-    return Candidate(row, ts, day, diary.index.tags[int(diary.index.tag[row])], float(score), reason)
+    day = {f: index.file_names[f][:10] for f in set(files)}
+    names = index.tags
+    return [Candidate(r, t, day[f], names[g], 0.0, reason) for r, t, f, g in zip(rows.tolist(), ts, files, tags)]
 
 
 def broken_days(diary: UserDiary, start: datetime, stop: datetime, tz) -> list[str]:
