@@ -264,24 +264,27 @@ class Book:
         keeps its index (and its rows, if it has them or still needs none), others are added.
         Appends the new entries' semantic rows to `rows`; returns their indices."""
         with_rows = state.vectors is not None
-        kept: list[int | None] = []
+        start = len(self._table.entries)
+        indices: list[int] = []
+        fresh: list[tuple[int, Entry]] = []
+        indexed: dict[str, tuple[Entry, int, bool]] = {}
         for e in state.entries:
             old = state.indexed.get(e.uid)
-            kept.append(old[1] if old is not None and old[0] == e and (old[2] or not with_rows) else None)
-        fresh = [e for e, i in zip(state.entries, kept) if i is None]
-        numbers = iter(self._table.add(fresh))
-        indices = [i if i is not None else next(numbers) for i in kept]
-        added = [g for g, i in zip(indices, kept) if i is None]
-        had_rows = {e.uid: state.indexed[e.uid][2] for e, i in zip(state.entries, kept) if i is not None}
-        state.indexed = {e.uid: (e, g, had_rows.get(e.uid, with_rows)) for e, g in zip(state.entries, indices)}
+            if old is not None and old[0] == e and (old[2] or not with_rows):
+                indexed[e.uid] = old
+            else:
+                fresh.append((start + len(fresh), e))
+                indexed[e.uid] = (e, fresh[-1][0], with_rows)
+            indices.append(indexed[e.uid][1])
+        self._table.add([e for _, e in fresh])
+        state.indexed = indexed
         state.indices = np.asarray(indices, dtype=np.int64)
         state.stale = False
         state.constants = tuple(g for g, e in zip(indices, state.entries) if e.constant and e.enabled)
         state.key_rows = _key_rows(state, self.content) if with_rows else 0
         if with_rows and fresh:
-            rows.append(_file_rows(state, [(g, e) for g, e, i in zip(indices, state.entries, kept) if i is None],
-                                   self.content))
-        return added
+            rows.append(_file_rows(state, fresh, self.content))
+        return [g for g, _ in fresh]
 
     def errors(self) -> list[BookError]:
         return [e for s in self._files.values() for e in s.errors]
