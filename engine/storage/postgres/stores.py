@@ -42,7 +42,7 @@ from engine.stores.diary.dates import resolve_dates
 from engine.stores.diary.entry import DiaryEntry
 from engine.stores.diary.recall import clip_to_past, decide
 from engine.stores.diary.render import (
-    NOTE_RESERVE, STORE, Candidate, digest_hits, fmt_range, raw_hits, search_hits,
+    NOTE_RESERVE, STORE, Candidate, digest_hits, fmt_range, omitted_note, raw_hits, search_hits,
 )
 from engine.stores.diary.writing import fallback_digest, write_tag
 from engine.storage.postgres.backend import PgBackend
@@ -130,9 +130,7 @@ class PgDiaryStore:
                                 names=(names.user, names.char))
             hits += lines
             if span:
-                shown = {i for h in lines for i in h.meta["ids"]} & {h.turn_id for h in found if h.in_range}
-                if len(shown) < in_range_total:  # every turn of the range shown: nothing to say
-                    hits.append(self._omitted_note(ranges, in_range_total, in_range_total - len(shown)))
+                hits += omitted_note(self.prompts, ranges, in_range_total, lines, found)
         return hits
 
     def _search(self, user_id: str, request: SearchRequest) -> list[SearchHit]:
@@ -240,13 +238,6 @@ class PgDiaryStore:
             reason = f"{len(cands)} turns over {len(days)} days shown as daily digests; {left} turns left out"
         hits.append(Hit(STORE, note, 1.0, reason, pinned=True, meta={"kind": "omitted", "omitted": left, "total": len(cands)}))
         return hits
-
-    def _omitted_note(self, ranges: list, total: int, omitted: int) -> Hit:
-        text = "; ".join(f'"{e.text}"' for e, _ in ranges)
-        how = "，以上是最相关的部分" if self.prompts.language == "zh" else "; the most relevant ones are shown"
-        note = self.prompts.render("diary_omitted", range=text, total=total, omitted=omitted, how=how)
-        return Hit(STORE, note, 1.0, f"{omitted} of {total} turns of the range not shown", pinned=True,
-                   meta={"kind": "omitted", "omitted": omitted, "total": total})
 
     def record(self, turn: Turn) -> None:
         """Tag the turn, resolve its dates, store and index it. Idempotent by turn id: a replay

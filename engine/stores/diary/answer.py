@@ -24,7 +24,9 @@ from engine.paths import CharacterPaths
 from engine.search.base import SearchHit, SearchRequest, Side
 from engine.stores.base import Hit, Query
 from engine.stores.diary.recall import clip_to_past, decide, is_question, recall_cue
-from engine.stores.diary.render import NOTE_RESERVE, STORE, Candidate, digest_hits, fmt_range, raw_hits, search_hits
+from engine.stores.diary.render import (
+    NOTE_RESERVE, STORE, Candidate, digest_hits, fmt_range, omitted_note, raw_hits, search_hits,
+)
 from engine.stores.diary.userdiary import UserDiary
 from engine.tokens import count_tokens
 
@@ -168,9 +170,7 @@ def answer(store, diary: UserDiary, query: Query, names: Names) -> list[Hit]:
             )
             hits += lines
             if span:
-                shown = {i for h in lines for i in h.meta["ids"]} & {h.turn_id for h in found if h.in_range}
-                if len(shown) < in_range_total:  # every turn of the range shown: nothing to say
-                    hits.append(store.omitted_note(ranges, in_range_total, in_range_total - len(shown)))
+                hits += omitted_note(store.prompts, ranges, in_range_total, lines, found)
     return hits
 
 

@@ -119,6 +119,23 @@ def search_hits(
     return out
 
 
+def omitted_note(
+    prompts, ranges: Sequence, total: int, lines: Sequence[Hit], found: Sequence[SearchHit]
+) -> list[Hit]:
+    """After a range too long to show was answered by the search: the pinned "N of the range's
+    turns are not shown" note (none when every turn of the range made it into `lines`).
+    `ranges`: (expression, clipped range) pairs; `prompts`: the store's `Prompts`."""
+    shown = {i for h in lines for i in h.meta["ids"]} & {h.turn_id for h in found if h.in_range}
+    omitted = total - len(shown)
+    if omitted <= 0:
+        return []
+    text = "; ".join(f'"{e.text}"' for e, _ in ranges)
+    how = "，以上是最相关的部分" if prompts.language == "zh" else "; the most relevant ones are shown"
+    note = prompts.render("diary_omitted", range=text, total=total, omitted=omitted, how=how)
+    return [Hit(STORE, note, 1.0, f"{omitted} of {total} turns of the range not shown", pinned=True,
+                meta={"kind": "omitted", "omitted": omitted, "total": total})]
+
+
 def raw_hits(
     cands: Sequence[Candidate],
     load: Callable[[list[Candidate]], list[DiaryEntry]],

@@ -105,14 +105,6 @@ class DiaryStore:
             return "；".join(f"“{e.text}” {d}" for e, d, *_ in parts)
         return "; ".join(f'"{e.text}" {d}' for e, d, *_ in parts)
 
-    def omitted_note(self, ranges: list, total: int, omitted: int) -> Hit:
-        """The pinned 'N of the range's turns are not shown' note."""
-        text = "; ".join(f'"{e.text}"' for e, _ in ranges)
-        how = "，以上是最相关的部分" if self.prompts.language == "zh" else "; the most relevant ones are shown"
-        note = self.prompts.render("diary_omitted", range=text, total=total, omitted=omitted, how=how)
-        return Hit(STORE, note, 1.0, f"{omitted} of {total} turns of the range not shown", pinned=True,
-                   meta={"kind": "omitted", "omitted": omitted, "total": total})
-
     def range_hits(self, diary: UserDiary, cands: list[Candidate], parts: list, *, budget: int | None = None) -> list[Hit]:
         """A used range: all its turns, its best turns, or per-day digests, plus the notes."""
         language = self.prompts.language
