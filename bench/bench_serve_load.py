@@ -57,7 +57,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_service import UpstreamProcess  # noqa: E402
-from harness import post_chat  # noqa: E402
+from harness import chat_client  # noqa: E402
 from engine.service.testing import ServiceProcess, copy_demo  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
 
@@ -132,50 +132,36 @@ def fact_texts(count: int, *, seed: int = 7, prefix: str = "事实") -> list[str
 
 
 async def _chat_client(http: httpx.AsyncClient, c: int, turns: int, out: Load) -> None:
-    user, stream = out.user_of[c], c % 2 == 1
-    for i in range(turns):
-        text = f"{user} c{c:02d} t{i:02d}"
-        body = {"model": CHARACTER, "user": user, "stream": stream, "messages": [{"role": "user", "content": text}]}
-        t0 = time.perf_counter()
-        try:
-            ok, status = await post_chat(http, body, stream=stream)
-        except httpx.HTTPError as exc:
-            out.errors.append(f"client {c} turn {i}: {type(exc).__name__}: {exc}")
-            continue
-        out.chat_ms.append((time.perf_counter() - t0) * 1000)
-        if ok:
-            out.sent[c].append(text)
-        else:
-            out.errors.append(f"client {c} turn {i}: HTTP {status}")
+    out.sent[c] += await chat_client(http, model=CHARACTER, client=c, user=out.user_of[c], turns=turns,
+                                     latencies_ms=out.chat_ms, errors=out.errors)
+
+
+async def _fact_request(http: httpx.AsyncClient, method: str, path: str, text: str, expect: int, label: str,
+                        out: Load) -> Any:
+    """One timed fact request; the response when it answered `expect`, else None (the error noted)."""
+    t0 = time.perf_counter()
+    try:
+        r = await http.request(method, f"/v1/characters/{CHARACTER}/users/{FACT_USER}/facts{path}", json={"text": text})
+    except httpx.HTTPError as exc:
+        out.errors.append(f"{label}: {type(exc).__name__}: {exc}")
+        return None
+    out.fact_ms.append((time.perf_counter() - t0) * 1000)
+    if r.status_code != expect:
+        out.errors.append(f"{label}: HTTP {r.status_code}: {r.text[:200]}")
+        return None
+    return r
 
 
 async def _post_fact(http: httpx.AsyncClient, text: str, out: Load) -> None:
-    t0 = time.perf_counter()
-    try:
-        r = await http.post(f"/v1/characters/{CHARACTER}/users/{FACT_USER}/facts", json={"text": text})
-    except httpx.HTTPError as exc:
-        out.errors.append(f"fact {text!r}: {type(exc).__name__}: {exc}")
-        return
-    out.fact_ms.append((time.perf_counter() - t0) * 1000)
-    if r.status_code == 201:
+    r = await _fact_request(http, "POST", "", text, 201, f"fact {text!r}", out)
+    if r is not None:
         out.facts[text] = r.json()["id"]
-    else:
-        out.errors.append(f"fact {text!r}: HTTP {r.status_code}: {r.text[:200]}")
 
 
 async def _edit_fact(http: httpx.AsyncClient, fact_id: str, old: str, text: str, out: Load) -> None:
-    t0 = time.perf_counter()
-    try:
-        r = await http.put(f"/v1/characters/{CHARACTER}/users/{FACT_USER}/facts/{fact_id}", json={"text": text})
-    except httpx.HTTPError as exc:
-        out.errors.append(f"edit {fact_id}: {type(exc).__name__}: {exc}")
-        return
-    out.fact_ms.append((time.perf_counter() - t0) * 1000)
-    if r.status_code == 200:
+    if await _fact_request(http, "PUT", f"/{fact_id}", text, 200, f"edit {fact_id}", out) is not None:
         del out.facts[old]
         out.facts[text] = fact_id
-    else:
-        out.errors.append(f"edit {fact_id}: HTTP {r.status_code}: {r.text[:200]}")
 
 
 STAGGER_S = 0.01

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from engine.fake_openai import FakeOpenAIServer  # noqa: E402
 from engine.service.testing import ServiceProcess  # noqa: E402
-from harness import options, post_chat  # noqa: E402
+from harness import chat_client, options  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
 
 TOKEN = "bench-token"
@@ -99,21 +99,8 @@ def write_config(root: Path, *, upstream: str, redis_url: str) -> Path:
 
 
 async def _client(http: httpx.AsyncClient, c: int, user: str, turns: int, out: Outcome) -> None:
-    stream = c % 2 == 1
-    for i in range(turns):
-        text = f"{user} c{c:02d} t{i:02d}"
-        body = {"model": "xiaoyue", "user": user, "stream": stream, "messages": [{"role": "user", "content": text}]}
-        t0 = time.perf_counter()
-        try:
-            ok, status = await post_chat(http, body, stream=stream)
-        except httpx.HTTPError as exc:
-            out.errors.append(f"client {c} turn {i}: {type(exc).__name__}: {exc}")
-            continue
-        out.latencies_ms.append((time.perf_counter() - t0) * 1000)
-        if not ok:
-            out.errors.append(f"client {c} turn {i}: HTTP {status}")
-            continue
-        out.sent[c].append(text)
+    out.sent[c] += await chat_client(http, model="xiaoyue", client=c, user=user, turns=turns,
+                                     latencies_ms=out.latencies_ms, errors=out.errors)
 
 
 async def _load(url: str, *, clients: int, users: int, turns: int) -> Outcome:

@@ -90,3 +90,28 @@ async def post_chat(http: Any, body: dict, *, stream: bool) -> tuple[bool, int]:
         return r.status_code == 200 and bool(lines) and lines[-1] == "data: [DONE]", r.status_code
     r = await http.post("/v1/chat/completions", json=body)
     return r.status_code == 200, r.status_code
+
+
+async def chat_client(http: Any, *, model: str, client: int, user: str, turns: int, latencies_ms: list[float],
+                      errors: list[str]) -> list[str]:
+    """One load client: `turns` chat turns one after another (odd clients stream), each timed into
+    `latencies_ms`; failures go to `errors`. Returns the texts the service acknowledged, in order."""
+    import httpx
+
+    stream = client % 2 == 1
+    sent: list[str] = []
+    for i in range(turns):
+        text = f"{user} c{client:02d} t{i:02d}"
+        body = {"model": model, "user": user, "stream": stream, "messages": [{"role": "user", "content": text}]}
+        t0 = time.perf_counter()
+        try:
+            ok, status = await post_chat(http, body, stream=stream)
+        except httpx.HTTPError as exc:
+            errors.append(f"client {client} turn {i}: {type(exc).__name__}: {exc}")
+            continue
+        latencies_ms.append((time.perf_counter() - t0) * 1000)
+        if ok:
+            sent.append(text)
+        else:
+            errors.append(f"client {client} turn {i}: HTTP {status}")
+    return sent
