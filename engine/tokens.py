@@ -28,6 +28,10 @@ def count_tokens(text: str) -> int:
 
 
 def truncate_tokens(text: str, max_tokens: int) -> str:
+    # A byte-level BPE token covers at least one UTF-8 byte: a text of no more bytes than
+    # `max_tokens` fits without encoding it (most lines; encoding is most of a prompt's own work).
+    if len(text.encode("utf-8", "surrogatepass")) <= max_tokens:
+        return text
     enc = _encoding()
     ids = enc.encode(text, disallowed_special=())
     if len(ids) <= max_tokens:

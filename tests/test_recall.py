@@ -192,3 +192,25 @@ def test_a_range_too_long_to_show_whole_answers_from_its_turns_even_when_no_word
         assert "Work was busy" not in text  # the range's lines, not the rest of the diary
     finally:
         orch.close()
+
+
+def test_a_line_said_again_and_again_is_shown_once(tmp_path, embedder):
+    """The same sentence on many days is one line of the diary's budget, not one per day; the other
+    lines that match still come."""
+    copy_demo(tmp_path)
+    orch = MemoryOrchestrator.from_config("xiaoyue", config=diary_only_config(tmp_path), embedder=embedder)
+    try:
+        for i in range(8):
+            orch.record_turn("I fed my turtles Shelly and Pebble their lettuce this morning.", "They must love it.",
+                             user_id="jo", at=datetime(2026, 6, 1 + i, 9, 0, tzinfo=TZ), turn_id=f"same{i}")
+        orch.record_turn("Pebble the turtle hid in her shell all afternoon today.", "Maybe she was tired.",
+                         user_id="jo", at=datetime(2026, 6, 12, 15, 0, tzinfo=TZ), turn_id="other")
+        for i in range(12):  # a window of other chat: lines in the window are not repeated by the diary
+            orch.record_turn(f"随便聊聊{i}", f"嗯嗯{i}", user_id="jo", at=datetime(2026, 7, 1, 11, i, tzinfo=TZ), turn_id=f"w{i}")
+        assert orch.flush(300)
+        result = orch.build_prompt("What do my turtles Shelly and Pebble eat?", user_id="jo", now=datetime(2026, 7, 1, 12, tzinfo=TZ))
+        text = diary_text(result)
+        assert text.count("their lettuce this morning") == 1, text
+        assert "hid in her shell" in text, text
+    finally:
+        orch.close()

@@ -230,13 +230,26 @@ def _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, ve
         return []
     key = np.lexsort((-score[ri, si], ~(range_mask[ri, si] & strong[ri, si])))
     hits: list[SearchHit] = []
-    kept = np.zeros((req.k, vecs.shape[2]), dtype=np.float32)
-    for j in key.tolist():
+    kept: list[int] = []
+    # Near-duplicates among the first units walked, from one matrix product: for each unit, the
+    # earlier ones it repeats (usually none). Past that prefix (rare: many duplicates) the same
+    # test per unit.
+    walked = key[: 3 * req.k]
+    prefix = vecs[ri[walked], si[walked]]
+    later, earlier = np.nonzero(np.tril((prefix @ prefix.T) >= ix.tuning.duplicate_cosine, -1))
+    repeats: dict[int, set[int]] = {}
+    for a, b in zip(later.tolist(), earlier.tolist()):
+        repeats.setdefault(a, set()).add(b)
+    kept_set: set[int] = set()
+    for n, j in enumerate(key.tolist()):
         r, s = int(ri[j]), int(si[j])
-        v = vecs[r, s]
-        if hits and float(np.max(kept[: len(hits)] @ v)) >= ix.tuning.duplicate_cosine:
+        if n < walked.size:
+            if n in repeats and repeats[n] & kept_set:
+                continue
+        elif float(np.max(_kept_vectors(vecs, ri, si, key, kept) @ vecs[r, s])) >= ix.tuning.duplicate_cosine:
             continue
-        kept[len(hits)] = v
+        kept.append(n)
+        kept_set.add(n)
         row = int(cand[r])
         texts = ix.record(row)
         why = "range" if req.only_range else ("words" if lu[r, s] > 0 else "meaning") if core[r, s] else "context"
@@ -258,3 +271,9 @@ def _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, ve
         if len(hits) >= req.k:
             break
     return hits
+
+
+def _kept_vectors(vecs: np.ndarray, ri: np.ndarray, si: np.ndarray, key: np.ndarray, kept: list[int]) -> np.ndarray:
+    """The vectors of the units kept so far (positions in `key`)."""
+    at = key[np.asarray(kept, dtype=np.int64)]
+    return vecs[ri[at], si[at]]
