@@ -74,3 +74,50 @@ def test_two_processes_append_to_one_user(tmp_path):
     out = subprocess.run([sys.executable, "-c", reader, str(root)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split()[0] == "80"
+
+
+HOLDER = WRITER.split("at = datetime")[0] + r"""
+store.record(Turn(f"{who}-0", "alice", datetime(2026, 11, 21, 23, 0, tzinfo=tz), f"{who} 说 火锅", "嗯"))
+print("ready", flush=True)
+sys.stdin.readline()  # hold the diary open until told (or killed)
+store.close()
+print("done", flush=True)
+"""
+
+
+def _hold(root, who):
+    p = subprocess.Popen([sys.executable, "-c", HOLDER, str(root), who], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready", p.stderr.read()[-2000:]
+    return p
+
+
+def _release(p):
+    out, err = p.communicate("\n", timeout=120)
+    assert p.returncode == 0 and "done" in out, err[-2000:]
+
+
+@pytest.mark.timeout(300)
+def test_a_killed_workers_search_copy_is_removed_by_the_next_open_and_a_live_ones_is_not(tmp_path):
+    root = tmp_path / "agents" / "xiaoyue"
+    cache = root / ".cache/users/alice/diary"
+    owner = _hold(root, "owner")  # holds the shared index
+    live = _hold(root, "live")  # a second worker: its own copy
+    crashed = _hold(root, "crashed")  # a third, killed without closing
+    copies = {c for c in cache.glob("search-*") if c.is_dir()}
+    assert len(copies) == 2
+    crashed.kill()
+    crashed.wait(timeout=60)
+    assert len([c for c in cache.glob("search-*") if c.is_dir()]) == 2  # the dead one's copy is still there
+    # A fourth process opens the user (a restarted worker): the dead copy goes, the live one stays.
+    _release(_hold(root, "restarted"))
+    left = [c for c in cache.glob("search-*") if c.is_dir()]
+    assert len(left) == 1 and left[0] in copies
+    _release(live)
+    _release(owner)
+    assert not list(cache.glob("search-*"))  # neither copies nor their lock files remain
+    ids = []
+    for path in sorted((root / "users/alice/memorys").iterdir()):
+        if DAY_FILE.match(path.name):
+            ids += [e.id for e in load_day(path, tz=TZ, repair=False).entries]
+    assert sorted(ids) == ["crashed-0", "live-0", "owner-0", "restarted-0"]  # the killed one's turn was acknowledged

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import shutil
 import threading
 import time
 from collections import OrderedDict
@@ -34,11 +32,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
-from filelock import FileLock, Timeout
 
 from engine.adapters.embedder import Embedder
 from engine.paths import CharacterPaths
 from engine.search.base import SearchHit, SearchRequest, TurnDoc
+from engine.search.claim import FolderClaim
 from engine.search.files import FileTurnIndex
 from engine.storage.postgres.search import PgTurnSearch
 
@@ -83,23 +81,14 @@ class _Copy:
         """Whether this process looked how far behind the saved copy is (once, at first use)."""
         self.building = False
         """A background thread is catching the copy up (and holds `lock`)."""
-        self._owner_lock = FileLock(str(folder.parent / f".lock-{folder.name}"))
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._owner_lock.acquire(timeout=0)
-            self.private: Path | None = None
-        except Timeout:  # another worker process on this host uses the same data folder
-            folder = folder.with_name(f"{folder.name}-{os.getpid()}")
-            self.private = folder
-        self.index = FileTurnIndex(folder, embedder)
+        # Another worker process on this host with the same data folder keeps its own copy.
+        self.claim = FolderClaim(folder, owner_lock=folder.parent / f".lock-{folder.name}")
+        self.index = FileTurnIndex(self.claim.path, embedder)
 
     def close(self) -> None:
         with self.lock:
             self.index.save(force=True)
-            if self.private is not None:
-                shutil.rmtree(self.private, ignore_errors=True)
-            elif self._owner_lock.is_locked:
-                self._owner_lock.release()
+            self.claim.release()
 
 
 class PgSearchMirror:

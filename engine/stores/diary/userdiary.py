@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import shutil
 import threading
 import time
 from collections import OrderedDict
@@ -27,13 +26,14 @@ from datetime import tzinfo
 import numpy as np
 import yaml
 
-from filelock import FileLock, Timeout
+from filelock import FileLock
 
 from engine.adapters.embedder import Embedder
 from engine.errors import DataFileError, EmbedderError
 from engine.fileio import append_text_durably, atomic_write_yaml
 from engine.paths import UserPaths
 from engine.search.base import TurnDoc
+from engine.search.claim import FolderClaim
 from engine.search.files import FileTurnIndex
 from engine.stores.diary.dayfile import DAY_FILE, DayLoad, append_entry, day_file_name, load_day
 from engine.stores.diary.entry import DiaryEntry
@@ -83,18 +83,10 @@ class UserDiary:
                 self.reconcile_search()
 
     def _search_folder(self, paths: UserPaths):
-        """The search index folder this process may write. One process owns the shared one (a
-        file lock held while the diary is open); another process (a second `kioku serve`
-        worker) keeps its own copy, so no two writers ever append to the same index files."""
-        self._search_owner = FileLock(str(paths.root / ".lock-diary-search"))
-        try:
-            self._search_owner.acquire(timeout=0)
-            self._private_search = None
-            return paths.cache / "diary" / "search"
-        except Timeout:
-            self._private_search = paths.cache / "diary" / f"search-{os.getpid()}"
-            log.info("diary: another process owns %s's search index; this one keeps its own", paths.root.name)
-            return self._private_search
+        """The search index folder this process may write (`FolderClaim`: the shared one, or a
+        private copy while another process owns it)."""
+        self._search_claim = FolderClaim(paths.cache / "diary" / "search", owner_lock=paths.root / ".lock-diary-search")
+        return self._search_claim.path
 
     @property
     def problems(self) -> list[str]:
@@ -375,10 +367,7 @@ class UserDiary:
                 self.save()
             self.search.sync_token = self._fingerprint() if self._in_sync else ""
             self.search.save(force=True)
-            if self._private_search is not None:
-                shutil.rmtree(self._private_search, ignore_errors=True)
-            elif self._search_owner.is_locked:
-                self._search_owner.release()
+            self._search_claim.release()
 
 
 def doc_of(entry: DiaryEntry) -> TurnDoc:
