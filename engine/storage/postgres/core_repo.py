@@ -28,7 +28,7 @@ from engine.adapters.embedder import Embedder
 from engine.stores.core.facts import Fact
 from engine.stores.core.index import GUARD_EXACT_MAX, FactIndex, sync_index
 from engine.stores.core.pending import PendingTurn, _from_dict, _to_dict
-from engine.stores.core.repo import View
+from engine.stores.core.repo import RepositoryBase, View
 from engine.stores.core.table import FactTable
 from engine.stores.core.tx import Transaction
 from engine.storage.postgres.connect import Database
@@ -53,38 +53,19 @@ class PgUserFacts:
     pending_problem: str | None = None
 
 
-class PgFactRepository:
+class PgFactRepository(RepositoryBase):
     """Every user's facts of one character, in the database."""
 
     def __init__(self, db: Database, character_id: str, embedder: Embedder, tz: ZoneInfo, *,
                  owners: Owners | None = None, check_interval_s: float = 1.0,
                  clock=time.monotonic, guard_exact_max: int = GUARD_EXACT_MAX) -> None:
+        super().__init__(embedder, tz, check_interval_s=check_interval_s, clock=clock, guard_exact_max=guard_exact_max)
         self.db = db
         self.owners = owners or Owners(character_id)
         self.facts = PgFacts(db, character_id, owners=self.owners)
-        self.embedder = embedder
-        self.tz = tz
-        self.check_interval_s = check_interval_s
-        self.clock = clock
-        self.guard_exact_max = guard_exact_max
-        self._users: dict[str, PgUserFacts] = {}
-        self._users_lock = threading.Lock()
-        self.embedded = 0
-
-    def embed_passages(self, texts: list[str]) -> Any:
-        self.embedded += len(texts)
-        return self.embedder.embed(texts, role="passage")
 
     def user(self, user_id: str) -> PgUserFacts:
-        with self._users_lock:
-            found = self._users.get(user_id)
-            if found is None:
-                found = self._users[user_id] = PgUserFacts(index=self._new_index())
-            return found
-
-    def loaded_users(self) -> list[tuple[str, PgUserFacts]]:
-        with self._users_lock:
-            return list(self._users.items())
+        return self._user(user_id, lambda: PgUserFacts(index=self._new_index()))
 
     @contextmanager
     def reading(self, user_id: str, *, fresh: bool = False) -> Iterator[View]:

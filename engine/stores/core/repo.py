@@ -104,7 +104,41 @@ class View:
     version: int
 
 
-class FactRepository:
+class RepositoryBase:
+    """What both fact repositories (files, `PgFactRepository`) keep the same way: the embedder and
+    clock the core store's transactions use, and the users loaded in this process."""
+
+    def __init__(
+        self, embedder: Embedder, tz: ZoneInfo, *, check_interval_s: float, clock: Callable[[], float],
+        guard_exact_max: int,
+    ) -> None:
+        self.embedder = embedder
+        self.tz = tz
+        self.check_interval_s = check_interval_s
+        self.clock = clock
+        self.guard_exact_max = guard_exact_max
+        self._users: dict[str, Any] = {}
+        self._users_lock = threading.Lock()
+        self.embedded = 0
+        """How many fact texts have been embedded (a hand edit should add only the changed ones)."""
+
+    def embed_passages(self, texts: list[str]) -> Any:
+        self.embedded += len(texts)
+        return self.embedder.embed(texts, role="passage")
+
+    def _user(self, user_id: str, new: Callable[[], Any]) -> Any:
+        with self._users_lock:
+            user = self._users.get(user_id)
+            if user is None:
+                user = self._users[user_id] = new()
+            return user
+
+    def loaded_users(self) -> list[tuple[str, Any]]:
+        with self._users_lock:
+            return list(self._users.items())
+
+
+class FactRepository(RepositoryBase):
     """Every user's facts of one character."""
 
     def __init__(
@@ -118,36 +152,18 @@ class FactRepository:
         clock: Callable[[], float] = time.monotonic,
         guard_exact_max: int = GUARD_EXACT_MAX,
     ) -> None:
+        super().__init__(embedder, tz, check_interval_s=check_interval_s, clock=clock, guard_exact_max=guard_exact_max)
         self.paths = paths
-        self.embedder = embedder
-        self.tz = tz
-        self.check_interval_s = check_interval_s
         self.lock_timeout_s = lock_timeout_s
-        self.clock = clock
-        self.guard_exact_max = guard_exact_max
-        self._users: dict[str, UserFacts] = {}
-        self._users_lock = threading.Lock()
-        self.embedded = 0
-        """How many fact texts have been embedded (a hand edit should add only the changed ones)."""
-
-    def embed_passages(self, texts: list[str]) -> Any:
-        self.embedded += len(texts)
-        return self.embedder.embed(texts, role="passage")
 
     # ------------------------------------------------------------------ access
 
     def user(self, user_id: str) -> UserFacts:
-        with self._users_lock:
-            user = self._users.get(user_id)
-            if user is None:
-                paths = self.paths.user(user_id)
-                lock = filelock.FileLock(str(paths.root / LOCK_FILE))
-                user = self._users[user_id] = UserFacts(paths=paths, file_lock=lock)
-        return user
+        def new() -> UserFacts:
+            paths = self.paths.user(user_id)
+            return UserFacts(paths=paths, file_lock=filelock.FileLock(str(paths.root / LOCK_FILE)))
 
-    def loaded_users(self) -> list[tuple[str, UserFacts]]:
-        with self._users_lock:
-            return list(self._users.items())
+        return self._user(user_id, new)
 
     @contextmanager
     def reading(self, user_id: str, *, fresh: bool = False) -> Iterator[View]:
