@@ -19,6 +19,7 @@ import logging
 import math
 import zoneinfo
 from collections.abc import Sequence
+from contextlib import nullcontext
 from datetime import date, datetime, timezone
 
 import numpy as np
@@ -34,23 +35,16 @@ from engine.stores.core import CoreMemoryStore
 from engine.stores.core.admin import CoreAdmin
 from engine.stores.core.extraction import Extraction
 from engine.stores.diary.admin import DiarySearchResult
-from engine.stores.diary.answer import (
-    MIN_SEARCH_TOKENS, RAW_CANDIDATES, SEARCH_K, Names, _has_content, character_names, is_small_talk, message_vector,
-    query_texts, search_text, side_of,
-)
+from engine.stores.diary.answer import Answering, Names, answer, character_names, query_texts
 from engine.stores.diary.dates import resolve_dates
 from engine.stores.diary.entry import DiaryEntry
-from engine.stores.diary.recall import clip_to_past, decide
-from engine.stores.diary.render import (
-    NOTE_RESERVE, STORE, Candidate, digest_hits, fmt_range, omitted_note, raw_hits, search_hits,
-)
+from engine.stores.diary.render import STORE, Candidate
 from engine.stores.diary.writing import fallback_digest, write_tag
 from engine.storage.postgres.backend import PgBackend
 from engine.storage.postgres.core_repo import PgFactRepository
 from engine.storage.postgres.diary import PgDiaryTurns, StoredTurn
 from engine.storage.postgres.mirror import PgSearchMirror, turn_vectors
 from engine.storage.postgres.search import IndexedTurn, PgTurnSearch
-from engine.tokens import count_tokens
 
 log = logging.getLogger(__name__)
 
@@ -80,58 +74,12 @@ class PgDiaryStore:
         return query_texts(self.config, message, recent, self.names())
 
     def retrieve(self, query: Query) -> list[Hit]:
-        """What the files diary's `answer` puts in a prompt, step for step, over the database:
-        a past range the message asks about (an index range scan), then the shared search."""
+        """What the files diary puts in a prompt (the same `answer`), over the database: a past
+        range the message asks about (an index range scan), then the shared search."""
         if not self.config.enabled:
             return []
-        from engine.timeparse import parse_time_ranges
-
-        now = query.now.astimezone(self.tz)
-        names = self.names()
-        expressions = parse_time_ranges(query.message, now=now)
-        today = now.replace(hour=0, minute=0, second=0, microsecond=0)
-        ranges = [(e, c) for e in expressions if (c := clip_to_past(e.start, e.end, now)) is not None]
-        decision = decide(query.message, has_past_range=bool(ranges), require_cue=self.config.require_recall_cue,
-                          before_today=any(stop <= today for _, (_, stop) in ranges))
-        vector = message_vector(query)
-        window = {" ".join(m.get("content", "").split()) for m in query.recent}
-        side = side_of(query.message, names)
-        text = search_text(query.message, [e.span for e in expressions], names)
-        budget = self.budget_tokens
-        hits: list[Hit] = []
-        span = None
-        covered: set[str] = set()
-        in_range_total = 0
-        if decision.use:
-            cands, turns, described, span = self._range_candidates(query.user_id, ranges, decision.cue)
-            if cands and _has_content(text, decision.cue):
-                # A question about content with a time range: the whole range when it fits in
-                # half the budget, else the search with the range's matching lines first.
-                range_hits = self._range_lines(query.user_id, cands, turns, described, budget // 2)
-                if any(h.meta.get("kind") in ("omitted", "digest") for h in range_hits):
-                    in_range_total = len(cands)
-                    range_hits = []
-            else:
-                if len(cands) > 1 and _has_content(text, decision.cue):
-                    cands = self._rank_in_range(query.user_id, cands, turns, span, vector, text, side)
-                range_hits = self._range_lines(query.user_id, cands, turns, described, budget)
-            covered = {str(i) for h in range_hits for i in (h.meta.get("ids") or [h.meta.get("id")]) if i}
-            if not in_range_total:
-                span = None
-            hits += range_hits
-            budget -= sum(h.tokens or count_tokens(h.text) for h in range_hits)
-        if self.config.search and budget >= MIN_SEARCH_TOKENS and not is_small_talk(query.message, text):
-            request = SearchRequest(text=text, vector=vector, k=SEARCH_K, side=side, exclude=frozenset(covered),
-                                    start=span[0] if span else None, end=span[1] if span else None)
-            found = self._search(query.user_id, request)
-            reason = "hybrid search (words + meaning)" + (", the asked range first" if span else "")
-            lines = search_hits(found, tz=self.tz, budget=budget - (NOTE_RESERVE if span else 0),
-                                max_line_tokens=self.config.max_turn_tokens, skip_texts=window, reason=reason,
-                                names=(names.user, names.char))
-            hits += lines
-            if span:
-                hits += omitted_note(self.prompts, ranges, in_range_total, lines, found)
-        return hits
+        how = Answering(config=self.config, prompts=self.prompts, tz=self.tz, budget=self.budget_tokens)
+        return answer(_PgDiarySource(self, query.user_id), how, query, self.names())
 
     def _search(self, user_id: str, request: SearchRequest) -> list[SearchHit]:
         """The worker's copy of the user's index (the files ranking); while a large copy is first
@@ -160,84 +108,6 @@ class PgDiaryStore:
                                      dates=t.dates, in_range=start is not None))
         out.sort(key=lambda s: -s.score)
         return out
-
-    def _range_candidates(self, user_id: str, ranges: list, cue: str):
-        """(candidates in time order, their turns by row, the ranges described, the (start, end)
-        epoch span of the first range), with the files diary's bounds."""
-        turns: list[StoredTurn] = []
-        seen: set[str] = set()
-        parts: list[str] = []
-        whys: list[str] = []
-        first = None
-        for expr, (start, stop) in ranges:
-            clipped = stop < expr.end
-            # Half-open [start, end); a range clipped at now keeps the turns of now's second.
-            last = math.floor(stop.timestamp()) if clipped else math.ceil(expr.end.timestamp()) - 1
-            lo = math.ceil(start.timestamp())
-            if first is None:
-                first = (lo, last + 1)
-            found = self.turns.range(user_id, datetime.fromtimestamp(lo, timezone.utc),
-                                     datetime.fromtimestamp(last + 1, timezone.utc))
-            quoted = f"“{expr.text}”" if self.prompts.language == "zh" else f'"{expr.text}"'
-            parts.append(f"{quoted} {fmt_range(expr.start, expr.end, self.tz)}")
-            # Worded as the files diary words it (answer._range_candidates).
-            why = f'expression "{expr.text}" → {fmt_range(expr.start, expr.end, self.tz)}, {len(found)} turns'
-            whys.append(why + (f" (up to now, {stop.astimezone(self.tz):%Y-%m-%d %H:%M})" if clipped else ""))
-            for t in found:
-                if t.id not in seen:
-                    seen.add(t.id)
-                    turns.append(t)
-        described = "；".join(parts) if self.prompts.language == "zh" else "; ".join(parts)
-        turns.sort(key=lambda t: (int(t.at.timestamp()), t.id))
-        reason = "; ".join(whys) + (f', recall cue "{cue}"' if cue else "")
-        cands = [Candidate(i, int(t.at.timestamp()), t.at.astimezone(self.tz).date().isoformat(), t.tag, 0.0, reason)
-                 for i, t in enumerate(turns)]
-        return cands, turns, described, first
-
-    def _rank_in_range(self, user_id: str, cands: list[Candidate], turns: list[StoredTurn], span, vector, text: str,
-                       side) -> list[Candidate]:
-        found = self._search(user_id, SearchRequest(
-            text=text, vector=vector, k=min(2 * len(cands), RAW_CANDIDATES), start=span[0], end=span[1],
-            only_range=True, side=side))
-        best: dict[str, float] = {}
-        for h in found:
-            best[h.turn_id] = max(best.get(h.turn_id, 0.0), h.score)
-        return [Candidate(c.row, c.ts, c.day, c.tag, best.get(turns[c.row].id, 0.0), c.reason) for c in cands]
-
-    def _range_lines(self, user_id: str, cands: list[Candidate], turns: list[StoredTurn], described: str,
-                     budget: int) -> list[Hit]:
-        """A used range: all its turns, its best turns, or per-day digests, plus the notes."""
-        language = self.prompts.language
-        if not cands:
-            text = f"（{described} 没有任何对话记录）" if language == "zh" else f"(no conversation records for {described})"
-            return [Hit(STORE, text, 1.0, f"{described}: 0 turns", pinned=True, meta={"kind": "empty"})]
-        days = {c.day for c in cands}
-        if len(cands) <= self.config.digest_over_turns or len(days) == 1:
-            hits, left = raw_hits(cands, lambda pool: [turns[c.row].to_entry() for c in pool], tz=self.tz,
-                                  budget=budget, max_turn_tokens=self.config.max_turn_tokens, limit=RAW_CANDIDATES)
-            if not left:
-                return hits
-            how = "，以上是最相关的部分" if language == "zh" else "; the most relevant ones are shown"
-            note = self.prompts.render("diary_omitted", range=described, total=len(cands), omitted=left, how=how)
-            reason = f"{left} of {len(cands)} turns left out for the token budget"
-        else:
-            digests = {d.isoformat(): (n, text) for d, n, text, _ in self.turns.digests(user_id)}
-
-            def digest_for(day: str, group: list[Candidate]) -> tuple[str, str]:
-                n, text = digests.get(day, (0, ""))
-                if text and n == len(group):
-                    return text, "llm digest"
-                return fallback_digest([c.tag for c in group], language=language), "digest from tags"
-
-            hits, left, left_days = digest_hits(cands, digest_for, language=language, budget=budget)
-            more = ""
-            if left_days:
-                more = (f"，另有 {left_days} 天（{left} 轮）限于篇幅未列出" if language == "zh"
-                        else f"; {left_days} more days ({left} turns) are left out for length")
-            note = self.prompts.render("diary_digested", range=described, total=len(cands), days=len(days), more=more)
-            reason = f"{len(cands)} turns over {len(days)} days shown as daily digests; {left} turns left out"
-        hits.append(Hit(STORE, note, 1.0, reason, pinned=True, meta={"kind": "omitted", "omitted": left, "total": len(cands)}))
-        return hits
 
     def record(self, turn: Turn) -> None:
         """Tag the turn, resolve its dates, store and index it. Idempotent by turn id: a replay
@@ -374,3 +244,51 @@ class PgCoreStore(CoreMemoryStore):
 
 
 __all__ = ["PgCoreStore", "PgDiaryStore"]
+
+
+class _PgDiarySource:
+    """One user's diary in the database as `answer` reads it (`DiarySource`). A candidate's row is
+    its place in `turns`, the turns this answer has read."""
+
+    def __init__(self, store: PgDiaryStore, user_id: str) -> None:
+        self.store, self.user_id = store, user_id
+        self.turns: list[StoredTurn] = []
+        self._row_of: dict[str, int] = {}
+        self._digests: dict[str, tuple[int, str]] | None = None
+
+    def hold(self):
+        return nullcontext()  # every read is its own snapshot; nothing to catch up with
+
+    def span(self, lo: int, hi: int, vector, reason) -> list[Candidate]:
+        found = self.store.turns.range(self.user_id, datetime.fromtimestamp(lo, timezone.utc),
+                                       datetime.fromtimestamp(hi, timezone.utc))
+        why = reason(len(found), "")
+        out = []
+        for t in found:
+            row = self._row_of.get(t.id)
+            if row is None:
+                row = self._row_of[t.id] = len(self.turns)
+                self.turns.append(t)
+            out.append(Candidate(row, int(t.at.timestamp()), t.at.astimezone(self.store.tz).date().isoformat(), t.tag,
+                                 0.0, why))
+        return out
+
+    def turn_id(self, cand: Candidate) -> str:
+        return self.turns[cand.row].id
+
+    def entries(self, cands: list[Candidate]) -> list[DiaryEntry]:
+        return [self.turns[c.row].to_entry() for c in cands]
+
+    def digest(self, day: str, group: list[Candidate]) -> tuple[str, str]:
+        if self._digests is None:
+            self._digests = {d.isoformat(): (n, text) for d, n, text, _ in self.store.turns.digests(self.user_id)}
+        n, text = self._digests.get(day, (0, ""))
+        if text and n == len(group):
+            return text, "llm digest"
+        return fallback_digest([c.tag for c in group], language=self.store.prompts.language), "digest from tags"
+
+    def broken(self, start: datetime, stop: datetime) -> list[str]:
+        return []  # rows, not files: nothing can be half-read
+
+    def search(self, request: SearchRequest) -> list[SearchHit]:
+        return self.store._search(self.user_id, request)

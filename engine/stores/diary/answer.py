@@ -1,12 +1,15 @@
 """What the diary puts into one prompt: a named past range, then the hybrid search's best lines.
 
 1. Time: the message's expressions -> ranges clipped to `now` -> the recall decision
-   (`recall.py`). A used range is answered whole when it fits the budget (digests when long), else
-   by its most relevant turns (the search restricted to the range), with a note of how many were
-   left out. A day whose file cannot be read is named, never reported as "no conversations".
+   (`recall.py`). A used range is answered whole when it fits the budget (digests when long),
+   else by its most relevant turns (the search restricted to the range), with a note of how many
+   were left out. A day whose file cannot be read is named, never reported as "no conversations".
 2. Search: always, over every turn, with the message's words (time words and the participants'
    names removed: names decide which side ranks first instead), for the budget left. A range in
    the question ranks its turns first. Lines already in the window are skipped.
+
+Both backends answer with this one `answer`; what differs is behind `DiarySource` (the files
+diary: `source.FileDiarySource`; Postgres: `engine.storage.postgres.stores`).
 """
 
 from __future__ import annotations
@@ -14,21 +17,27 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, tzinfo
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from engine.paths import CharacterPaths
 from engine.search.base import SearchHit, SearchRequest, Side
 from engine.stores.base import Hit, Query
+from engine.stores.diary.entry import DiaryEntry
 from engine.stores.diary.recall import clip_to_past, decide, is_question, recall_cue
 from engine.stores.diary.render import (
     NOTE_RESERVE, STORE, Candidate, digest_hits, fmt_range, omitted_note, raw_hits, search_hits,
 )
-from engine.stores.diary.userdiary import UserDiary
 from engine.tokens import count_tokens
+
+if TYPE_CHECKING:
+    from engine.config import DiaryConfig
+    from engine.prompts import Prompts
 
 RAW_CANDIDATES = 400
 """At most this many raw turns of one range are read from disk to choose from."""
@@ -108,10 +117,46 @@ def is_small_talk(message: str, text: str) -> bool:
     return weight <= SMALL_TALK_CHARS
 
 
-def answer(store, diary: UserDiary, query: Query, names: Names) -> list[Hit]:
+class DiarySource(Protocol):
+    """One user's diary as `answer` reads it, whichever backend holds it (the files diary's
+    `UserDiary`, the Postgres tables): the steps of an answer are the same, only these differ."""
+
+    def hold(self) -> AbstractContextManager:
+        """Held while answering (the files diary: its lock, after catching up with the day files)."""
+
+    def span(self, lo: int, hi: int, vector, reason: Callable[[int, str], str]) -> list[Candidate]:
+        """The turns of [lo, hi) epoch seconds as candidates in time order, each with
+        `reason(turns in the span, what was dropped)`. A turn already returned for another span
+        keeps its row."""
+
+    def turn_id(self, cand: Candidate) -> str: ...
+
+    def entries(self, cands: list[Candidate]) -> list[DiaryEntry]:
+        """The candidates' entries, same order."""
+
+    def digest(self, day: str, group: list[Candidate]) -> tuple[str, str]:
+        """(the day's digest text, its source) for the day's candidates."""
+
+    def broken(self, start: datetime, stop: datetime) -> list[str]:
+        """Problems of the day files the range touches (a day that could not be read is not empty)."""
+
+    def search(self, request: SearchRequest) -> list[SearchHit]: ...
+
+
+@dataclass(frozen=True)
+class Answering:
+    """What an answer needs of its store besides the source."""
+
+    config: "DiaryConfig"
+    prompts: "Prompts"
+    tz: tzinfo
+    budget: int
+
+
+def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> list[Hit]:
     from engine.timeparse import parse_time_ranges
 
-    config, tz = store.config, store.tz
+    config, tz = how.config, how.tz
     now = query.now.astimezone(tz)
     expressions = parse_time_ranges(query.message, now=now)
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
@@ -130,39 +175,38 @@ def answer(store, diary: UserDiary, query: Query, names: Names) -> list[Hit]:
     window = {" ".join(m.get("content", "").split()) for m in query.recent}
     side = side_of(query.message, names)
     text = search_text(query.message, [e.span for e in expressions], names)
-    budget = store.budget_tokens
+    budget = how.budget
     hits: list[Hit] = []
-    with diary.lock:
-        diary.refresh()
+    with source.hold():
         span = None
         covered: set[str] = set()
         in_range_total = 0
         if decision.use:
-            cands, parts, span = _range_candidates(store, diary, ranges, decision, vector)
+            cands, parts, span = _range_candidates(source, tz, ranges, decision, vector)
             if cands and _has_content(text, decision.cue):
                 # A question about content with a time range ("what book did I mention last
                 # week"): the whole range when it fits in half the budget, else the search with
                 # the range's matching lines first.
-                trial = store.range_hits(diary, cands, parts, budget=budget // 2)
+                trial = range_hits(source, how, cands, parts, budget=budget // 2)
                 if any(h.meta.get("kind") in ("omitted", "digest") for h in trial):
                     in_range_total = len(cands)
                     trial = [h for h in trial if h.meta.get("kind") == "broken"]
-                range_hits = trial
+                found_in_range = trial
             else:
                 if len(cands) > 1 and _has_content(text, decision.cue):
-                    cands = _rank_in_range(diary, cands, span, vector, text, side)
-                range_hits = store.range_hits(diary, cands, parts, budget=budget)
-            covered = {str(i) for h in range_hits for i in (h.meta.get("ids") or [h.meta.get("id")]) if i}
+                    cands = _rank_in_range(source, cands, span, vector, text, side)
+                found_in_range = range_hits(source, how, cands, parts, budget=budget)
+            covered = {str(i) for h in found_in_range for i in (h.meta.get("ids") or [h.meta.get("id")]) if i}
             if not in_range_total:
                 span = None
-            hits += range_hits
-            budget -= sum(h.tokens or count_tokens(h.text) for h in range_hits)
+            hits += found_in_range
+            budget -= sum(h.tokens or count_tokens(h.text) for h in found_in_range)
         if config.search and budget >= MIN_SEARCH_TOKENS and not is_small_talk(query.message, text):
             request = SearchRequest(
                 text=text, vector=vector, k=SEARCH_K, side=side, exclude=frozenset(covered),
                 start=span[0] if span else None, end=span[1] if span else None,
             )
-            found = diary.search.search(request)
+            found = source.search(request)
             reason = "hybrid search (words + meaning)" + (", the asked range first" if span else "")
             lines = search_hits(
                 found, tz=tz, budget=budget - (NOTE_RESERVE if span else 0), max_line_tokens=config.max_turn_tokens,
@@ -170,7 +214,7 @@ def answer(store, diary: UserDiary, query: Query, names: Names) -> list[Hit]:
             )
             hits += lines
             if span:
-                hits += omitted_note(store.prompts, ranges, in_range_total, lines, found)
+                hits += omitted_note(how.prompts, ranges, in_range_total, lines, found)
     return hits
 
 
@@ -206,10 +250,9 @@ def message_vector(query: Query) -> np.ndarray | None:
     return query.vector
 
 
-def _range_candidates(store, diary: UserDiary, ranges, decision, vector):
-    """(the used ranges' turns as candidates, the ranges' descriptions, (start, end) epoch span
-    of the first range)."""
-    tz = store.tz
+def _range_candidates(source: DiarySource, tz: tzinfo, ranges, decision, vector):
+    """(the used ranges' turns as candidates, the ranges' parts (expression, description, turns,
+    start, stop), (start, end) epoch span of the first range)."""
     cands: dict[int, Candidate] = {}
     parts = []
     first = None
@@ -217,73 +260,83 @@ def _range_candidates(store, diary: UserDiary, ranges, decision, vector):
         clipped = stop < expr.end
         # Half-open [start, end); a range clipped at now keeps the turns of now's second.
         last = math.floor(stop.timestamp()) if clipped else math.ceil(expr.end.timestamp()) - 1
-        lo, hi = diary.index.span(math.ceil(start.timestamp()), last)
+        lo = math.ceil(start.timestamp())
         if first is None:
-            first = (math.ceil(start.timestamp()), last + 1)
+            first = (lo, last + 1)
         desc = fmt_range(expr.start, expr.end, tz)
-        reason = f'expression "{expr.text}" → {desc}, {hi - lo} turns'
-        if clipped:
-            reason += f" (up to now, {stop.astimezone(tz):%Y-%m-%d %H:%M})"
-        reason += f', recall cue "{decision.cue}"' if decision.cue else ""
-        rows = np.arange(lo, hi)
-        if store.config.semantic_filter and vector is not None and rows.size:
-            # MoeChat's is_check_memorys: keep only turns whose tag is close to the message.
-            tags = diary.index.tag[rows]
-            sims = diary.index.tagvec[tags] @ np.asarray(vector, dtype=np.float32).reshape(-1)
-            keep = ~diary.index.tag_ok[tags] | (sims >= store.filter_threshold)
-            reason += f", {int((~keep).sum())} dropped by the tag filter < {store.filter_threshold:.2f}"
-            rows = rows[keep]
-        parts.append((expr, desc, int(rows.size), start, stop))
-        fresh = rows[~np.isin(rows, np.fromiter(cands, dtype=np.int64, count=len(cands)))] if cands else rows
-        for c in _candidates(diary, fresh, reason):
-            cands[c.row] = c
+
+        def reason(n: int, dropped: str, expr=expr, desc=desc, clipped=clipped, stop=stop) -> str:
+            why = f'expression "{expr.text}" → {desc}, {n} turns'
+            if clipped:
+                why += f" (up to now, {stop.astimezone(tz):%Y-%m-%d %H:%M})"
+            why += f', recall cue "{decision.cue}"' if decision.cue else ""
+            return why + dropped
+
+        found = source.span(lo, last + 1, vector, reason)
+        parts.append((expr, desc, len(found), start, stop))
+        for c in found:
+            cands.setdefault(c.row, c)
     out = list(cands.values())
     if len(parts) > 1:  # one range's rows come in time order already
         out.sort(key=lambda c: (c.ts, c.row))
     return out, parts, first
 
 
-def _rank_in_range(diary: UserDiary, cands: list[Candidate], span, vector, text: str, side) -> list[Candidate]:
+def _rank_in_range(source: DiarySource, cands: list[Candidate], span, vector, text: str, side) -> list[Candidate]:
     """Scores for the range's turns from the search restricted to the range (best half)."""
-    found: list[SearchHit] = diary.search.search(
+    found: list[SearchHit] = source.search(
         SearchRequest(text=text, vector=vector, k=min(2 * len(cands), RAW_CANDIDATES), start=span[0], end=span[1],
                       only_range=True, side=side)
     )
     best: dict[str, float] = {}
     for h in found:
         best[h.turn_id] = max(best.get(h.turn_id, 0.0), h.score)
-    ids = diary.index.ids()
-    out = []
-    for c in cands:
-        tid = ids[c.row].decode("utf-8")
-        out.append(Candidate(c.row, c.ts, c.day, c.tag, best.get(tid, 0.0), c.reason))
-    return out
+    return [c._replace(score=best.get(source.turn_id(c), 0.0)) for c in cands]
 
 
-def _candidates(diary: UserDiary, rows: np.ndarray, reason: str) -> list[Candidate]:
-    """`_candidate` for many rows at once (a month can hold thousands of turns: read the columns
-    once instead of row by row)."""
-    index = diary.index
-    ts = index.ts[rows].tolist()
-    files = index.file[rows].tolist()
-    tags = index.tag[rows].tolist()
-    # Day files are per local day, so the file name is the entry's local day (no tz maths).
-    day = {f: index.file_names[f][:10] for f in set(files)}
-    names = index.tags
-    return [Candidate(r, t, day[f], names[g], 0.0, reason) for r, t, f, g in zip(rows.tolist(), ts, files, tags)]
+def range_hits(source: DiarySource, how: Answering, cands: list[Candidate], parts: list, *, budget: int) -> list[Hit]:
+    """A used range: all its turns, its best turns, or per-day digests, plus the notes (a day file
+    that could not be read is named; an empty range says so)."""
+    language = how.prompts.language
+    ranges = "；".join(f"“{e.text}” {d}" for e, d, *_ in parts) if language == "zh" else "; ".join(
+        f'"{e.text}" {d}' for e, d, *_ in parts
+    )
+    broken = [p for _, _, _, start, stop in parts for p in source.broken(start, stop)]
+    pinned = []
+    if broken:
+        note = ("（以下日记文件无法完整读取，那几天的记录可能不全：" if language == "zh" else
+                "(these diary files could not be read completely; records of those days may be missing: ")
+        pinned = [Hit(STORE, note + "; ".join(broken[:3]) + ("）" if language == "zh" else ")"), 1.0,
+                      "broken day file in the range", pinned=True, meta={"kind": "broken"})]
+    if not cands:
+        if broken:
+            return pinned
+        text = f"（{ranges} 没有任何对话记录）" if language == "zh" else f"(no conversation records for {ranges})"
+        return [Hit(STORE, text, 1.0, f"{ranges}: 0 turns", pinned=True, meta={"kind": "empty"})]
+    return pinned + _range_lines(source, how, cands, ranges, budget)
 
 
-def broken_days(diary: UserDiary, start: datetime, stop: datetime, tz) -> list[str]:
-    """Problems of the day files a range touches (a day that could not be read is not 'empty')."""
-    day = start.astimezone(tz).date()
-    last = stop.astimezone(tz).date()
-    out: list[str] = []
-    if (last - day).days > 400:
-        return [p for p in diary.problems]
-    while day <= last:
-        out += diary.day_problems(f"{day:%Y-%m-%d}.yaml")
-        day += timedelta(days=1)
-    return out
+def _range_lines(source: DiarySource, how: Answering, cands: list[Candidate], ranges: str, budget: int) -> list[Hit]:
+    language, config = how.prompts.language, how.config
+    days = {c.day for c in cands}
+    if len(cands) <= config.digest_over_turns or len(days) == 1:
+        hits, left = raw_hits(cands, source.entries, tz=how.tz, budget=budget, max_turn_tokens=config.max_turn_tokens,
+                              limit=RAW_CANDIDATES)
+        if not left:
+            return hits
+        way = "，以上是最相关的部分" if language == "zh" else "; the most relevant ones are shown"
+        note = how.prompts.render("diary_omitted", range=ranges, total=len(cands), omitted=left, how=way)
+        reason = f"{left} of {len(cands)} turns left out for the token budget"
+    else:
+        hits, left, left_days = digest_hits(cands, source.digest, language=language, budget=budget)
+        more = ""
+        if left_days:
+            more = (f"，另有 {left_days} 天（{left} 轮）限于篇幅未列出" if language == "zh"
+                    else f"; {left_days} more days ({left} turns) are left out for length")
+        note = how.prompts.render("diary_digested", range=ranges, total=len(cands), days=len(days), more=more)
+        reason = f"{len(cands)} turns over {len(days)} days shown as daily digests; {left} turns left out"
+    hits.append(Hit(STORE, note, 1.0, reason, pinned=True, meta={"kind": "omitted", "omitted": left, "total": len(cands)}))
+    return hits
 
 
-__all__ = ["Names", "answer", "broken_days", "raw_hits", "digest_hits", "RAW_CANDIDATES"]
+__all__ = ["Answering", "DiarySource", "Names", "answer", "range_hits", "RAW_CANDIDATES"]

@@ -33,15 +33,14 @@ from engine.prompts import Prompts
 from engine.search.base import SearchRequest
 from engine.stores.base import Hit, Message, Query, Turn
 from engine.stores.diary.admin import DiarySearchResult, find_entry, rewrite_entry
-from engine.stores.diary.answer import (
-    RAW_CANDIDATES, Names, answer, broken_days, character_names, query_texts,
-)
+from engine.stores.diary.answer import Answering, Names, answer, character_names, query_texts
 from engine.stores.diary.dates import resolve_dates
 from engine.stores.diary.dayfile import day_file_name, prepare_for_append
 from engine.stores.diary.entry import DiaryEntry, format_entry
-from engine.stores.diary.render import STORE, Candidate, digest_hits, raw_hits
+from engine.stores.diary.render import STORE
+from engine.stores.diary.source import FileDiarySource
 from engine.stores.diary.userdiary import UserDiary, doc_of
-from engine.stores.diary.writing import fallback_digest, write_digest, write_tag
+from engine.stores.diary.writing import write_digest, write_tag
 
 log = logging.getLogger(__name__)
 
@@ -93,82 +92,15 @@ class DiaryStore:
     def retrieve(self, query: Query) -> list[Hit]:
         if not self.config.enabled:
             return []
-        return answer(self, self.user(query.user_id), query, self.names())
+        return answer(FileDiarySource(self, self.user(query.user_id)), self.answering(), query, self.names())
+
+    def answering(self) -> Answering:
+        return Answering(config=self.config, prompts=self.prompts, tz=self.tz, budget=self.budget_tokens)
 
     def names(self) -> Names:
         if self._names is None:
             self._names = character_names(self.paths)
         return self._names
-
-    def range_ranges(self, parts: list) -> str:
-        if self.prompts.language == "zh":
-            return "；".join(f"“{e.text}” {d}" for e, d, *_ in parts)
-        return "; ".join(f'"{e.text}" {d}' for e, d, *_ in parts)
-
-    def range_hits(self, diary: UserDiary, cands: list[Candidate], parts: list, *, budget: int | None = None) -> list[Hit]:
-        """A used range: all its turns, its best turns, or per-day digests, plus the notes."""
-        language = self.prompts.language
-        ranges = "；".join(f"“{e.text}” {d}" for e, d, *_ in parts) if language == "zh" else "; ".join(
-            f'"{e.text}" {d}' for e, d, *_ in parts
-        )
-        broken = [p for _, _, _, start, stop in parts for p in broken_days(diary, start, stop, self.tz)]
-        if broken:
-            note = ("（以下日记文件无法完整读取，那几天的记录可能不全：" if language == "zh" else
-                    "(these diary files could not be read completely; records of those days may be missing: ")
-            pinned = Hit(STORE, note + "; ".join(broken[:3]) + ("）" if language == "zh" else ")"), 1.0,
-                         "broken day file in the range", pinned=True, meta={"kind": "broken"})
-        if not cands:
-            if broken:
-                return [pinned]
-            text = (
-                f"（{ranges} 没有任何对话记录）" if language == "zh" else f"(no conversation records for {ranges})"
-            )
-            return [Hit(STORE, text, 1.0, f"{ranges}: 0 turns", pinned=True, meta={"kind": "empty"})]
-        hits = self._range_lines(diary, cands, ranges, self.budget_tokens if budget is None else budget)
-        return ([pinned] if broken else []) + hits
-
-    def _range_lines(self, diary: UserDiary, cands: list[Candidate], ranges: str, budget: int) -> list[Hit]:
-        language = self.prompts.language
-        days = {c.day for c in cands}
-        if len(cands) <= self.config.digest_over_turns or len(days) == 1:
-            hits, left = raw_hits(
-                cands,
-                lambda pool: diary.entries_for(np.array([c.row for c in pool], dtype=np.int64)),
-                tz=self.tz,
-                budget=budget,
-                max_turn_tokens=self.config.max_turn_tokens,
-                limit=RAW_CANDIDATES,
-            )
-            if not left:
-                return hits
-            how = "，以上是最相关的部分" if language == "zh" else "; the most relevant ones are shown"
-            note = self.prompts.render("diary_omitted", range=ranges, total=len(cands), omitted=left, how=how)
-            reason = f"{left} of {len(cands)} turns left out for the token budget"
-        else:
-            hits, left, left_days = digest_hits(
-                cands, lambda day, group: self._digest_text(diary, day, group), language=language, budget=budget
-            )
-            more = ""
-            if left_days:
-                more = (
-                    f"，另有 {left_days} 天（{left} 轮）限于篇幅未列出"
-                    if language == "zh"
-                    else f"; {left_days} more days ({left} turns) are left out for length"
-                )
-            note = self.prompts.render("diary_digested", range=ranges, total=len(cands), days=len(days), more=more)
-            reason = f"{len(cands)} turns over {len(days)} days shown as daily digests; {left} turns left out"
-        hits.append(
-            Hit(STORE, note, 1.0, reason, pinned=True, meta={"kind": "omitted", "omitted": left, "total": len(cands)})
-        )
-        return hits
-
-    def _digest_text(self, diary: UserDiary, day: str, group: list[Candidate]) -> tuple[str, str]:
-        info = diary.index.files.get(f"{day}.yaml")
-        if info is not None and info.count == len(group):
-            text = diary.digest(day, turns=info.count)
-            if text:
-                return text, "llm digest"
-        return fallback_digest([c.tag for c in group], language=self.prompts.language), "digest from tags"
 
     def record(self, turn: Turn) -> None:
         """Tag the turn (LLM, else the offline fallback), resolve its relative dates, append it

@@ -1,0 +1,83 @@
+"""The files diary as `answer` reads it (`DiarySource`): the index columns, the day files, the
+digests folder and the user's search index."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import contextmanager
+from datetime import datetime, timedelta, tzinfo
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from engine.search.base import SearchHit, SearchRequest
+from engine.stores.diary.entry import DiaryEntry
+from engine.stores.diary.render import Candidate
+from engine.stores.diary.userdiary import UserDiary
+from engine.stores.diary.writing import fallback_digest
+
+if TYPE_CHECKING:
+    from engine.stores.diary.store import DiaryStore
+
+
+class FileDiarySource:
+    def __init__(self, store: "DiaryStore", diary: UserDiary) -> None:
+        self.store = store
+        self.diary = diary
+        self.tz: tzinfo = store.tz
+
+    @contextmanager
+    def hold(self):
+        with self.diary.lock:
+            self.diary.refresh()
+            yield
+
+    def span(self, lo: int, hi: int, vector, reason: Callable[[int, str], str]) -> list[Candidate]:
+        index = self.diary.index
+        a, b = index.span(lo, hi - 1)
+        rows = np.arange(a, b)
+        dropped = ""
+        if self.store.config.semantic_filter and vector is not None and rows.size:
+            # MoeChat's is_check_memorys: keep only turns whose tag is close to the message.
+            tags = index.tag[rows]
+            sims = index.tagvec[tags] @ np.asarray(vector, dtype=np.float32).reshape(-1)
+            keep = ~index.tag_ok[tags] | (sims >= self.store.filter_threshold)
+            dropped = f", {int((~keep).sum())} dropped by the tag filter < {self.store.filter_threshold:.2f}"
+            rows = rows[keep]
+        why = reason(b - a, dropped)
+        # A month can hold thousands of turns: read the columns once instead of row by row. Day
+        # files are per local day, so the file name is the entry's local day (no tz maths).
+        ts = index.ts[rows].tolist()
+        files = index.file[rows].tolist()
+        tags_of = index.tag[rows].tolist()
+        day = {f: index.file_names[f][:10] for f in set(files)}
+        names = index.tags
+        return [Candidate(r, t, day[f], names[g], 0.0, why) for r, t, f, g in zip(rows.tolist(), ts, files, tags_of)]
+
+    def turn_id(self, cand: Candidate) -> str:
+        return self.diary.index.ids()[cand.row].decode("utf-8")
+
+    def entries(self, cands: list[Candidate]) -> list[DiaryEntry]:
+        return self.diary.entries_for(np.array([c.row for c in cands], dtype=np.int64))
+
+    def digest(self, day: str, group: list[Candidate]) -> tuple[str, str]:
+        info = self.diary.index.files.get(f"{day}.yaml")
+        if info is not None and info.count == len(group):
+            text = self.diary.digest(day, turns=info.count)
+            if text:
+                return text, "llm digest"
+        return fallback_digest([c.tag for c in group], language=self.store.prompts.language), "digest from tags"
+
+    def broken(self, start: datetime, stop: datetime) -> list[str]:
+        diary, tz = self.diary, self.tz
+        day, last = start.astimezone(tz).date(), stop.astimezone(tz).date()
+        if (last - day).days > 400:
+            return list(diary.problems)
+        out: list[str] = []
+        while day <= last:
+            out += diary.day_problems(f"{day:%Y-%m-%d}.yaml")
+            day += timedelta(days=1)
+        return out
+
+    def search(self, request: SearchRequest) -> list[SearchHit]:
+        return self.diary.search.search(request)
