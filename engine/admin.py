@@ -15,6 +15,7 @@ stores (users, status, reindex). The surfaces never reach past it into a store.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -29,8 +30,8 @@ from engine.shortterm import DEFAULT_CHAT, validate_chat_id
 from engine.shortterm.state import State
 from engine.stores.base import Hit
 from engine.stores.core import CoreAdmin, CoreMemoryStore, Fact, FactNotFoundError, FactStoreBusyError, FactTextError
-from engine.stores.diary import DiaryEntry, DiaryStore
-from engine.stores.diary.admin import DiarySearchResult
+from engine.stores.diary import DiaryEntry
+from engine.stores.diary.admin import DiaryAdminStore, DiarySearchResult
 from engine.stores.worldbook import BookStatus, WorldBookStore, format_errors, validate_folder
 
 if TYPE_CHECKING:
@@ -181,8 +182,8 @@ class MemoryAdmin:
                                  f"({name}.enabled: false)")
 
     @property
-    def diary_store(self) -> DiaryStore:
-        return self._store("diary", DiaryStore)  # type: ignore[return-value]
+    def diary_store(self) -> DiaryAdminStore:
+        return self._store("diary", DiaryAdminStore)  # type: ignore[return-value]
 
     @property
     def facts(self) -> CoreAdmin:
@@ -199,17 +200,12 @@ class MemoryAdmin:
     # -- users ----------------------------------------------------------------------------------
 
     def user_ids(self) -> list[str]:
-        folder: Path = self._orch.paths.root / "users"
-        if not folder.is_dir():
-            return []
-        ids = []
-        for p in sorted(folder.iterdir()):
-            if p.is_dir():
-                try:
-                    ids.append(validate_id(p.name, kind="user id"))
-                except ValueError:
-                    continue  # not a folder kioku made
-        return ids
+        """Every user of the character: those with a folder here, and those the diary's backend
+        holds (on Postgres a user recorded through another host has no folder on this one)."""
+        ids = set(self._orch.paths.user_ids())
+        if self._has("diary"):
+            ids.update(self.diary_store.user_ids())
+        return sorted(ids)
 
     def users(self) -> list[UserSummary]:
         out = []
@@ -249,6 +245,12 @@ class MemoryAdmin:
         if entry is None:
             raise TurnNotFoundError(f"no diary turn {turn_id!r} for user {user_id!r}")
         return entry
+
+    def diary_turns(self, user_id: str, turn_ids: Sequence[str]) -> list[DiaryEntry]:
+        """The entries of these turns in the order given; turns that are gone are left out."""
+        validate_id(user_id, kind="user id")
+        found = self.diary_store.get_many(user_id, turn_ids)
+        return [found[t] for t in turn_ids if t in found]
 
     def edit_turn(self, user_id: str, turn_id: str, *, user: str | None = None, assistant: str | None = None,
                   tag: str | None = None) -> DiaryEntry:

@@ -64,6 +64,20 @@ class CharacterPaths:
     def user(self, user_id: str) -> "UserPaths":
         return UserPaths(self.root / "users" / validate_id(user_id, kind="user id"), self.cache_dir / "users" / user_id)
 
+    def user_ids(self) -> list[str]:
+        """The users with a folder here, sorted (folders kioku did not make are skipped)."""
+        folder = self.root / "users"
+        if not folder.is_dir():
+            return []
+        ids = []
+        for p in sorted(folder.iterdir()):
+            if p.is_dir():
+                try:
+                    ids.append(validate_id(p.name, kind="user id"))
+                except ValueError:
+                    continue
+        return ids
+
 
 @dataclass(frozen=True)
 class UserPaths:

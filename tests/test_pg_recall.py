@@ -85,3 +85,13 @@ def test_files_and_postgres_give_the_same_diary_lines(both, question):
     assert got[1] == got[0]
     if question != "今天天气真好":
         assert got[0], "the question should find something (else the comparison says little)"
+
+
+def test_files_and_postgres_read_many_turns_alike(both):
+    """The inspector's search reads the found turns in one call (`admin.diary_turns`): the same
+    entries, in the order asked, on both backends."""
+    files, pg = both
+    asked = ["t005", "t001", "no-such-turn", "t047"]
+    got = [[(e.id, e.user, e.assistant, e.at) for e in o.admin.diary_turns("amy", asked)] for o in (files, pg)]
+    assert [g[0] for g in got[0]] == ["t005", "t001", "t047"]
+    assert got[0] == got[1]

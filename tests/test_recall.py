@@ -214,3 +214,13 @@ def test_a_line_said_again_and_again_is_shown_once(tmp_path, embedder):
         assert "hid in her shell" in text, text
     finally:
         orch.close()
+
+
+def test_admin_reads_many_turns_at_once_in_the_order_asked(orch):
+    found = orch.admin.search_diary("amy", "Obsidian 笔记软件", k=5)
+    ids = [r.turn_id for r in found]
+    assert ids[:2] == ["a1", "a2"], ids
+    asked = ids[::-1] + ["no-such-turn"]
+    entries = orch.admin.diary_turns("amy", asked)
+    assert [e.id for e in entries] == ids[::-1]  # the order asked, the missing one left out
+    assert [(e.user, e.assistant) for e in entries if e.id in TEXTS] == [TEXTS[i] for i in ids[::-1] if i in TEXTS]

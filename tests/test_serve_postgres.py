@@ -5,7 +5,8 @@ to 127.0.0.1, the chat LLM is the scripted OpenAI server, the embedder the real 
 file order: a turn recorded through worker A is recalled through worker B; concurrent clients on
 both workers lose, duplicate and reorder nothing, and no fact is written twice; worker A is
 SIGKILLed under load and B finishes its background work; with the database down a request fails
-fast with a 503 naming the problem. (`bench/bench_pg_serve.py` is the full-size run.)
+fast with a 503 naming the problem; either worker's inspector reads the
+database. (`bench/bench_pg_serve.py` is the full-size run.)
 """
 
 from __future__ import annotations
@@ -74,6 +75,24 @@ def test_a_turn_recorded_through_a_is_recalled_through_b(cluster):
     memory = "\n".join(m["content"] for m in prompt if m["role"] == "system")
     assert "豆豆" in memory, memory
     assert not any("豆豆" in (m.get("content") or "") for m in prompt if m["role"] != "system")
+
+
+def test_the_inspector_of_either_worker_reads_the_database(cluster):
+    """A user who only ever talked through worker A is listed, calendared and searchable through
+    B's inspector API (B's data folder has nothing of them: the memory lives in the database)."""
+    conninfo, (a, b), _, _ = cluster
+    assert chat(a.url, "我上周去海边捡了很多贝壳", user="mei", chat_id="m1").status_code == 200
+    wait_drained(conninfo, timeout=60)
+    base = f"{b.url}/v1/characters/xiaoyue"
+    users = httpx.get(f"{base}/users", timeout=30)
+    assert users.status_code == 200, users.text
+    mei = [u for u in users.json() if u["id"] == "mei"]
+    assert mei and mei[0]["turns"] == 1, users.json()
+    days = httpx.get(f"{base}/users/mei/diary/days", timeout=30)
+    assert days.status_code == 200 and sum(d["turns"] for d in days.json()) == 1, days.text
+    found = httpx.get(f"{base}/users/mei/diary/search", params={"q": "贝壳"}, timeout=30)
+    assert found.status_code == 200, found.text
+    assert any("贝壳" in h["user"] for h in found.json()), found.json()
 
 
 def test_concurrent_clients_on_both_workers_lose_nothing(cluster):

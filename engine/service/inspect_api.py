@@ -92,12 +92,10 @@ def diary_search(
     lo, hi = _search_range(start, end, orch)
     uid = _user(request, user)
     found = orch.admin.search_diary(uid, q, start=lo, end=hi, k=k)
-    out = []
-    for r in found:
-        entry = orch.admin.diary_turn(uid, r.turn_id)
-        out.append(DiarySearchHitOut(id=entry.id, at=entry.at, tag=entry.tag, user=entry.user,
-                                     assistant=entry.assistant, score=r.score, reason=f"{r.side}: {r.why}"))
-    return out
+    entries = {e.id: e for e in orch.admin.diary_turns(uid, [r.turn_id for r in found])}
+    return [DiarySearchHitOut(id=e.id, at=e.at, tag=e.tag, user=e.user, assistant=e.assistant, score=r.score,
+                              reason=f"{r.side}: {r.why}")
+            for r in found if (e := entries.get(r.turn_id)) is not None]
 
 
 @router.patch("/users/{user}/diary/{turn_id}", response_model=DiaryEntryOut, responses=_ERRORS,

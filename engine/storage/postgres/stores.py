@@ -173,6 +173,14 @@ class PgDiaryStore:
         t = self.turns.get(user_id, turn_id)
         return None if t is None or t.deleted else t.to_entry()
 
+    def user_ids(self) -> list[str]:
+        """The character's users in the database (recorded through any worker)."""
+        with self.turns.db.tx() as conn:
+            return self.turns.owners.users(conn)
+
+    def get_many(self, user_id: str, turn_ids: Sequence[str]) -> dict[str, DiaryEntry]:
+        return {tid: t.to_entry() for tid, t in self.turns.get_many(user_id, list(turn_ids)).items()}
+
     def has_entry(self, user_id: str, entry_id: str) -> bool:
         return self.turns.get(user_id, entry_id) is not None
 

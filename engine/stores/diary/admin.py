@@ -4,9 +4,10 @@ re-indexed, which updates the search index too."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import TYPE_CHECKING
+from datetime import date, datetime
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -34,16 +35,48 @@ class DiarySearchResult:
     """"words", "meaning", "context" or "range"."""
 
 
+@runtime_checkable
+class DiaryAdminStore(Protocol):
+    """What the admin surface (`engine.admin`: the inspector, the CLI, the memory API) reads and
+    corrects of a diary, whichever backend holds it (`DiaryStore`, `PgDiaryStore`)."""
+
+    def search(self, user_id: str, text: str, *, start: datetime | None = None, end: datetime | None = None,
+               k: int = 20) -> list[DiarySearchResult]: ...
+
+    def entries(self, user_id: str, start: datetime, end: datetime) -> list[DiaryEntry]: ...
+
+    def get(self, user_id: str, turn_id: str) -> DiaryEntry | None: ...
+
+    def get_many(self, user_id: str, turn_ids: Sequence[str]) -> dict[str, DiaryEntry]: ...
+
+    def edit(self, user_id: str, turn_id: str, *, user: str | None = None, assistant: str | None = None,
+             tag: str | None = None) -> DiaryEntry: ...
+
+    def forget(self, user_id: str, turn_id: str) -> int: ...
+
+    def day_counts(self, user_id: str) -> list[tuple[date, int]]: ...
+
+    def last_turn_time(self, user_id: str) -> datetime | None: ...
+
+    def reindex(self, user_id: str) -> int: ...
+
+    def user_ids(self) -> list[str]: ...
+
+
 def find_entry(diary: "UserDiary", turn_id: str) -> DiaryEntry | None:
+    return find_entries(diary, [turn_id]).get(turn_id)
+
+
+def find_entries(diary: "UserDiary", turn_ids: Sequence[str]) -> dict[str, DiaryEntry]:
+    """The entries of these turns, by id (one look at the files, one read per day file)."""
+    wanted = {t.encode("utf-8") for t in turn_ids}
+    if not wanted:
+        return {}
     with diary.lock:
         diary.refresh(force=True)
         diary.index.flush()
-        ids = diary.index.ids()
-        rows = np.flatnonzero(ids == turn_id.encode("utf-8"))
-        for entry in diary.entries_for(rows):
-            if entry.id == turn_id:
-                return entry
-    return None
+        rows = np.flatnonzero(np.isin(diary.index.ids(), list(wanted)))
+        return {e.id: e for e in diary.entries_for(rows) if e.id.encode("utf-8") in wanted}
 
 
 def rewrite_entry(store: "DiaryStore", diary: "UserDiary", turn_id: str, replacement: DiaryEntry | None) -> int:

@@ -32,7 +32,7 @@ from engine.paths import CharacterPaths
 from engine.prompts import Prompts
 from engine.search.base import SearchRequest
 from engine.stores.base import Hit, Message, Query, Turn
-from engine.stores.diary.admin import DiarySearchResult, find_entry, rewrite_entry
+from engine.stores.diary.admin import DiarySearchResult, find_entries, find_entry, rewrite_entry
 from engine.stores.diary.answer import Answering, Names, answer, character_names, query_texts
 from engine.stores.diary.dates import resolve_dates
 from engine.stores.diary.dayfile import day_file_name, prepare_for_append
@@ -286,6 +286,13 @@ class DiaryStore:
     def get(self, user_id: str, turn_id: str) -> DiaryEntry | None:
         """The entry of one turn, or None."""
         return find_entry(self.user(user_id), turn_id)
+
+    def user_ids(self) -> list[str]:
+        return self.paths.user_ids()
+
+    def get_many(self, user_id: str, turn_ids: Sequence[str]) -> dict[str, DiaryEntry]:
+        """The entries of these turns, by id (missing ones left out)."""
+        return find_entries(self.user(user_id), turn_ids)
 
     def build_search_index(self, user_id: str, *, progress: bool = True) -> int:
         """Index the user's turns that lack search vectors (after an import, or an old cache);
