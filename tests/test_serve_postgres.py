@@ -93,6 +93,12 @@ def test_the_inspector_of_either_worker_reads_the_database(cluster):
     found = httpx.get(f"{base}/users/mei/diary/search", params={"q": "贝壳"}, timeout=30)
     assert found.status_code == 200, found.text
     assert any("贝壳" in h["user"] for h in found.json()), found.json()
+    day = days.json()[0]["day"]
+    page = httpx.get(f"{base}/users/mei/diary", params={"start": day}, timeout=30)
+    assert page.status_code == 200 and "贝壳" in page.json()["entries"][0]["user"], page.text
+    for path in ("", "/users/mei/facts", "/users/mei/short-term", "/world-book", "/world-book/entries"):
+        r = httpx.get(f"{base}{path}", timeout=30)
+        assert r.status_code == 200, (path, r.text)
 
 
 def test_concurrent_clients_on_both_workers_lose_nothing(cluster):
