@@ -26,9 +26,9 @@ from engine.orchestrator import MemoryOrchestrator
 
 def main() -> None:
     args = options(__doc__, messages=50_000, repeat=50, diary_turns=0)
-    import faiss
+    from engine.runtime import configure_threads
 
-    faiss.omp_set_num_threads(1)  # single queries: one thread is fastest (engine/search/vectors.py)
+    configure_threads()  # as `kioku serve` runs: one faiss thread, one BLAS thread (engine/runtime.py)
     now = datetime(2026, 11, 22, 20, 30, tzinfo=TZ)
     with tempfile.TemporaryDirectory(prefix="kioku-bench-") as tmp:
         data = Path(tmp)

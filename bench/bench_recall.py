@@ -220,9 +220,9 @@ def main() -> None:
     parser.add_argument("--storage", choices=["files", "postgres"], default="files")
     parser.add_argument("--pg-install", choices=["pgserver", "debian"], default="pgserver")
     args = parser.parse_args()
-    import faiss
+    from engine.runtime import configure_threads
 
-    faiss.omp_set_num_threads(1)  # single queries: one thread is fastest (see engine/search/vectors.py)
+    configure_threads()  # as `kioku serve` runs: one faiss thread, one BLAS thread (engine/runtime.py)
     data = args.data or Path(tempfile.mkdtemp(prefix="kioku-recall-"))
     server = _start_postgres(args.pg_install) if args.storage == "postgres" else None
     try:

