@@ -47,14 +47,12 @@ def search(ix: "FileTurnIndex", req: SearchRequest) -> list[SearchHit]:
 
     # Per candidate row: the three cosines and the lexical scores of both halves and the turn.
     # Rows that are only neighbours of a candidate lend context; their vectors are not read.
-    vecs = np.zeros((cand.size, 3, ix.dim), dtype=np.float32)
-    vecs[base] = ix.vectors.take(cand[base])
+    vecs = _Units(ix.vectors.take(cand[base]), base)
     has = ix.has_text.view[cand]
+    du, dt = np.full((cand.size, 2), -np.inf, np.float32), np.full(cand.size, -np.inf, np.float32)
     if vector is not None:
-        du = np.where(base[:, None], vecs[:, :2] @ vector, -np.inf)
-        dt = np.where(base, vecs[:, 2] @ vector, -np.inf)
-    else:
-        du, dt = np.full((cand.size, 2), -np.inf, np.float32), np.full(cand.size, -np.inf, np.float32)
+        du[base] = vecs.base[:, :2] @ vector
+        dt[base] = vecs.base[:, 2] @ vector
     halves = np.stack([2 * cand, 2 * cand + 1], axis=1)
     lu = _lookup(lex.units, lex.unit_scores, halves)
     lt = _lookup(lex.turns, lex.turn_scores, cand)
@@ -232,10 +230,10 @@ def _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, ve
     hits: list[SearchHit] = []
     kept: list[int] = []
     # Near-duplicates among the first units walked, from one matrix product: for each unit, the
-    # earlier ones it repeats (usually none). Past that prefix (rare: many duplicates) the same
-    # test per unit.
-    walked = key[: 3 * req.k]
-    prefix = vecs[ri[walked], si[walked]]
+    # earlier ones it repeats (usually none). Past that prefix (more than 20 duplicates skipped:
+    # rare) the same test per unit.
+    walked = key[: req.k + 20]
+    prefix = vecs.of(ri[walked], si[walked])
     later, earlier = np.nonzero(np.tril((prefix @ prefix.T) >= ix.tuning.duplicate_cosine, -1))
     repeats: dict[int, set[int]] = {}
     for a, b in zip(later.tolist(), earlier.tolist()):
@@ -246,8 +244,10 @@ def _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, ve
         if n < walked.size:
             if n in repeats and repeats[n] & kept_set:
                 continue
-        elif float(np.max(_kept_vectors(vecs, ri, si, key, kept) @ vecs[r, s])) >= ix.tuning.duplicate_cosine:
-            continue
+        else:
+            v = vecs.of(ri[j : j + 1], si[j : j + 1])[0]
+            if float(np.max(_kept_vectors(vecs, ri, si, key, kept) @ v)) >= ix.tuning.duplicate_cosine:
+                continue
         kept.append(n)
         kept_set.add(n)
         row = int(cand[r])
@@ -273,7 +273,26 @@ def _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, ve
     return hits
 
 
-def _kept_vectors(vecs: np.ndarray, ri: np.ndarray, si: np.ndarray, key: np.ndarray, kept: list[int]) -> np.ndarray:
+def _kept_vectors(vecs: "_Units", ri: np.ndarray, si: np.ndarray, key: np.ndarray, kept: list[int]) -> np.ndarray:
     """The vectors of the units kept so far (positions in `key`)."""
     at = key[np.asarray(kept, dtype=np.int64)]
-    return vecs[ri[at], si[at]]
+    return vecs.of(ri[at], si[at])
+
+
+class _Units:
+    """The half vectors of the candidate rows that are candidates in their own right (`base`); a
+    row that is only a neighbour has none read (zeros: it is never anyone's near-duplicate)."""
+
+    def __init__(self, base_vectors: np.ndarray, base: np.ndarray) -> None:
+        self.base = base_vectors
+        """(rows in `base`, 3, dim): user half, assistant half, whole turn."""
+        self._at = np.full(base.size, -1, dtype=np.int64)
+        self._at[base] = np.arange(int(base.sum()))
+
+    def of(self, rows: np.ndarray, sides: np.ndarray) -> np.ndarray:
+        """(len(rows), dim): the vector of half `sides[i]` of candidate row `rows[i]`."""
+        out = np.zeros((rows.size, self.base.shape[2]), dtype=np.float32)
+        at = self._at[rows]
+        ok = at >= 0
+        out[ok] = self.base[at[ok], sides[ok]]
+        return out

@@ -78,7 +78,7 @@ def search_hits(
     conversation order), the best lines first until `budget` is spent. A half is shown whole
     unless it is longer than `max_line_tokens`; halves already in the window are skipped.
     `names` (user, character) are what {{user}} / {{char}} become: lines are counted as sent."""
-    chosen: list[tuple[SearchHit, str, int]] = []
+    chosen: list[tuple[SearchHit, str, str]] = []
     days: set[str] = set()
     room = budget
     for h in found:
@@ -88,19 +88,19 @@ def search_hits(
         body = annotate(shorten(h.text, max_line_tokens), h.dates)
         line = f"{who}: {body}"
         shown_name = names[0] if h.side == "user" else names[1]
-        day = datetime.fromtimestamp(h.ts, tz).strftime("%Y-%m-%d")
+        day = datetime.fromtimestamp(h.ts, tz).date().isoformat()
         cost = count_tokens(f"{shown_name or who}: {body}") + 1 + (0 if day in days else DAY_HEADER_TOKENS)
         if cost > room:
             continue
         room -= cost
         days.add(day)
-        chosen.append((h, line, cost))
+        chosen.append((h, line, day))
     if not chosen:
         return []
     best = max(h.score for h, _, _ in chosen) or 1.0
-    by_day: dict[str, list[tuple[SearchHit, str, int]]] = {}
+    by_day: dict[str, list[tuple[SearchHit, str, str]]] = {}
     for item in sorted(chosen, key=lambda it: (it[0].ts, it[0].side != "user")):
-        by_day.setdefault(datetime.fromtimestamp(item[0].ts, tz).strftime("%Y-%m-%d"), []).append(item)
+        by_day.setdefault(item[2], []).append(item)
     out = []
     for day, items in by_day.items():
         text = f"[{day}]\n" + "\n".join(line for _, line, _ in items)
