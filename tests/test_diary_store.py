@@ -307,3 +307,18 @@ def test_odd_text_round_trips_through_yaml_and_the_fast_reader(tmp_path, text):
     written = format_entry(entry)
     assert yaml.safe_load(written)[0]["user"] == text
     assert _parse_fast(written, TZ) == [entry]
+
+
+@pytest.mark.parametrize(
+    "tags, language, expected",
+    [
+        (["猫", "工作", "猫", "", "日常闲聊"], "zh", "共 5 轮；聊到：猫、工作（2 轮日常闲聊）"),
+        (["cats", "work", "cats"], "en", "3 turns; topics: cats, work"),
+        (["", "small talk"], "en", "2 turns (2 turns of small talk)"),
+    ],
+)
+def test_a_day_digest_from_tags_counts_topics_and_small_talk(tags, language, expected):
+    from engine.stores.diary.writing import fallback_digest, small_talk
+
+    tags = [small_talk(language) if t in ("日常闲聊", "small talk") else t for t in tags]
+    assert fallback_digest(tags, language=language) == expected

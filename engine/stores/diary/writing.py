@@ -93,8 +93,8 @@ def write_digest(
 def fallback_digest(tags: Sequence[str], *, language: str) -> str:
     """A digest from the day's tags alone (no file read, no LLM): the topics by frequency."""
     chit = small_talk(language)
-    counts = Counter(t for t in tags if t and t != chit)
-    n_chit = sum(1 for t in tags if not t or t == chit)
+    counts = Counter(tags)  # counted in C; the small talk and untagged turns taken out after
+    n_chit = counts.pop(chit, 0) + counts.pop("", 0)
     topics = [t for t, _ in counts.most_common(8)]
     if language == "zh":
         text = f"共 {len(tags)} 轮"
