@@ -228,28 +228,19 @@ def _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, ve
         return []
     key = np.lexsort((-score[ri, si], ~(range_mask[ri, si] & strong[ri, si])))
     hits: list[SearchHit] = []
-    kept: list[int] = []
-    # Near-duplicates among the first units walked, from one matrix product: for each unit, the
-    # earlier ones it repeats (usually none). Past that prefix (more than 20 duplicates skipped:
-    # rare) the same test per unit.
-    walked = key[: req.k + 20]
-    prefix = vecs.of(ri[walked], si[walked])
-    later, earlier = np.nonzero(np.tril((prefix @ prefix.T) >= ix.tuning.duplicate_cosine, -1))
-    repeats: dict[int, set[int]] = {}
-    for a, b in zip(later.tolist(), earlier.tolist()):
-        repeats.setdefault(a, set()).add(b)
-    kept_set: set[int] = set()
-    for n, j in enumerate(key.tolist()):
+    query_terms = tuple(sorted(content & set(q_terms)))  # the query's words a lexical hit shares
+    # Each unit against the units kept so far (a row that is only a neighbour has no vector read:
+    # it is nobody's near-duplicate).
+    kept = np.zeros((req.k, ix.dim), dtype=np.float32)
+    n_kept = 0
+    for j in key.tolist():
         r, s = int(ri[j]), int(si[j])
-        if n < walked.size:
-            if n in repeats and repeats[n] & kept_set:
+        v = vecs.one(r, s)
+        if v is not None:
+            if n_kept and float(np.max(kept[:n_kept] @ v)) >= ix.tuning.duplicate_cosine:
                 continue
-        else:
-            v = vecs.of(ri[j : j + 1], si[j : j + 1])[0]
-            if float(np.max(_kept_vectors(vecs, ri, si, key, kept) @ v)) >= ix.tuning.duplicate_cosine:
-                continue
-        kept.append(n)
-        kept_set.add(n)
+            kept[n_kept] = v
+            n_kept += 1
         row = int(cand[r])
         texts = ix.record(row)
         why = "range" if req.only_range else ("words" if lu[r, s] > 0 else "meaning") if core[r, s] else "context"
@@ -261,7 +252,7 @@ def _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, ve
                 score=float(score[r, s]),
                 lexical=float(lu[r, s]),
                 dense=float(du[r, s]) if np.isfinite(du[r, s]) else 0.0,
-                terms=tuple(sorted(content & set(q_terms))) if lu[r, s] > 0 else (),
+                terms=query_terms if lu[r, s] > 0 else (),
                 why=why,
                 in_range=bool(range_mask[r, s]),
                 text=texts[s],
@@ -273,15 +264,9 @@ def _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, ve
     return hits
 
 
-def _kept_vectors(vecs: "_Units", ri: np.ndarray, si: np.ndarray, key: np.ndarray, kept: list[int]) -> np.ndarray:
-    """The vectors of the units kept so far (positions in `key`)."""
-    at = key[np.asarray(kept, dtype=np.int64)]
-    return vecs.of(ri[at], si[at])
-
-
 class _Units:
     """The half vectors of the candidate rows that are candidates in their own right (`base`); a
-    row that is only a neighbour has none read (zeros: it is never anyone's near-duplicate)."""
+    row that is only a neighbour has none read."""
 
     def __init__(self, base_vectors: np.ndarray, base: np.ndarray) -> None:
         self.base = base_vectors
@@ -289,10 +274,7 @@ class _Units:
         self._at = np.full(base.size, -1, dtype=np.int64)
         self._at[base] = np.arange(int(base.sum()))
 
-    def of(self, rows: np.ndarray, sides: np.ndarray) -> np.ndarray:
-        """(len(rows), dim): the vector of half `sides[i]` of candidate row `rows[i]`."""
-        out = np.zeros((rows.size, self.base.shape[2]), dtype=np.float32)
-        at = self._at[rows]
-        ok = at >= 0
-        out[ok] = self.base[at[ok], sides[ok]]
-        return out
+    def one(self, row: int, side: int) -> np.ndarray | None:
+        """The vector of half `side` of candidate row `row`; None for a neighbour-only row."""
+        at = int(self._at[row])
+        return None if at < 0 else self.base[at, side]
