@@ -28,13 +28,11 @@ class FolderClaim:
         self._private_lock: FileLock | None = None
         try:
             self._owner.acquire(timeout=0)
-            self.private = False
             self.path = shared
         except Timeout:
             # Unique per open (two opens in one process, or a pid reused after a crash, never
             # share one); its lock is taken before the folder exists, so a sweeping process
             # never finds a live copy unlocked.
-            self.private = True
             self.path = shared.with_name(f"{shared.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
             self._private_lock = FileLock(str(_lock_of(self.path)))
             self._private_lock.acquire(timeout=0)
