@@ -39,7 +39,7 @@ from engine.stores.diary.answer import Answering, Names, answer, character_names
 from engine.stores.diary.dates import resolve_dates
 from engine.stores.diary.entry import DiaryEntry
 from engine.stores.diary.render import STORE, Candidate
-from engine.stores.diary.writing import fallback_digest, write_tag
+from engine.stores.diary.writing import write_tag
 from engine.storage.postgres.backend import PgBackend
 from engine.storage.postgres.core_repo import PgFactRepository
 from engine.storage.postgres.diary import PgDiaryTurns, StoredTurn
@@ -287,13 +287,11 @@ class _PgDiarySource:
     def entries(self, cands: list[Candidate]) -> list[DiaryEntry]:
         return [self.turns[c.row].to_entry() for c in cands]
 
-    def digest(self, day: str, group: list[Candidate]) -> tuple[str, str]:
+    def digest(self, day: str, turns: int) -> str | None:
         if self._digests is None:
             self._digests = {d.isoformat(): (n, text) for d, n, text, _ in self.store.turns.digests(self.user_id)}
         n, text = self._digests.get(day, (0, ""))
-        if text and n == len(group):
-            return text, "llm digest"
-        return fallback_digest([c.tag for c in group], language=self.store.prompts.language), "digest from tags"
+        return text if text and n == turns else None
 
     def broken(self, start: datetime, stop: datetime) -> list[str]:
         return []  # rows, not files: nothing can be half-read

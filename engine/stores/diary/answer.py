@@ -33,6 +33,7 @@ from engine.stores.diary.recall import clip_to_past, decide, is_question, recall
 from engine.stores.diary.render import (
     NOTE_RESERVE, STORE, Candidate, digest_hits, fmt_range, omitted_note, raw_hits, search_hits,
 )
+from engine.stores.diary.writing import fallback_digest
 from engine.tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -134,8 +135,9 @@ class DiarySource(Protocol):
     def entries(self, cands: list[Candidate]) -> list[DiaryEntry]:
         """The candidates' entries, same order."""
 
-    def digest(self, day: str, group: list[Candidate]) -> tuple[str, str]:
-        """(the day's digest text, its source) for the day's candidates."""
+    def digest(self, day: str, turns: int) -> str | None:
+        """The memory LLM's digest of `day`, when one was written for the day's `turns` turns
+        (all of them in the range); None otherwise."""
 
     def broken(self, start: datetime, stop: datetime) -> list[str]:
         """Problems of the day files the range touches (a day that could not be read is not empty)."""
@@ -328,7 +330,13 @@ def _range_lines(source: DiarySource, how: Answering, cands: list[Candidate], ra
         note = how.prompts.render("diary_omitted", range=ranges, total=len(cands), omitted=left, how=way)
         reason = f"{left} of {len(cands)} turns left out for the token budget"
     else:
-        hits, left, left_days = digest_hits(cands, source.digest, language=language, budget=budget)
+        def digest_for(day: str, group: list[Candidate]) -> tuple[str, str]:
+            text = source.digest(day, len(group))
+            if text:
+                return text, "llm digest"
+            return fallback_digest([c.tag for c in group], language=language), "digest from tags"
+
+        hits, left, left_days = digest_hits(cands, digest_for, language=language, budget=budget)
         more = ""
         if left_days:
             more = (f"，另有 {left_days} 天（{left} 轮）限于篇幅未列出" if language == "zh"

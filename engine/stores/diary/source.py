@@ -16,7 +16,6 @@ from engine.search.base import SearchHit, SearchRequest
 from engine.stores.diary.entry import DiaryEntry
 from engine.stores.diary.render import Candidate
 from engine.stores.diary.userdiary import UserDiary
-from engine.stores.diary.writing import fallback_digest
 
 if TYPE_CHECKING:
     from engine.stores.diary.store import DiaryStore
@@ -67,7 +66,7 @@ class FileDiarySource:
     def entries(self, cands: list[Candidate]) -> list[DiaryEntry]:
         return self.diary.entries_for(np.array([c.row for c in cands], dtype=np.int64))
 
-    def digest(self, day: str, group: list[Candidate]) -> tuple[str, str]:
+    def digest(self, day: str, turns: int) -> str | None:
         name = f"{day}.yaml"
         if self._digests is None:
             try:
@@ -75,11 +74,9 @@ class FileDiarySource:
             except OSError:
                 self._digests = set()
         info = self.diary.index.files.get(name)
-        if info is not None and info.count == len(group) and name in self._digests:
-            text = self.diary.digest(day, turns=info.count)
-            if text:
-                return text, "llm digest"
-        return fallback_digest([c.tag for c in group], language=self.store.prompts.language), "digest from tags"
+        if info is None or info.count != turns or name not in self._digests:
+            return None
+        return self.diary.digest(day, turns=turns)
 
     def broken(self, start: datetime, stop: datetime) -> list[str]:
         diary, tz = self.diary, self.tz
