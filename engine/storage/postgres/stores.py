@@ -78,8 +78,7 @@ class PgDiaryStore:
         range the message asks about (an index range scan), then the shared search."""
         if not self.config.enabled:
             return []
-        how = Answering(config=self.config, prompts=self.prompts, tz=self.tz, budget=self.budget_tokens)
-        return answer(_PgDiarySource(self, query.user_id), how, query, self.names())
+        return answer(_PgDiarySource(self, query.user_id), Answering.of(self), query, self.names())
 
     def _search(self, user_id: str, request: SearchRequest) -> list[SearchHit]:
         """The worker's copy of the user's index (the files ranking); while a large copy is first

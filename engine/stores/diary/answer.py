@@ -31,7 +31,7 @@ from engine.stores.base import Hit, Query
 from engine.stores.diary.entry import DiaryEntry
 from engine.stores.diary.recall import clip_to_past, decide, is_question, recall_cue
 from engine.stores.diary.render import (
-    NOTE_RESERVE, STORE, Candidate, digest_hits, fmt_range, omitted_note, raw_hits, search_hits,
+    NOTE_RESERVE, STORE, Candidate, digest_hits, fmt_range, omitted_hit, omitted_note, raw_hits, search_hits,
 )
 from engine.stores.diary.writing import fallback_digest
 from engine.tokens import count_tokens
@@ -153,6 +153,11 @@ class Answering:
     prompts: "Prompts"
     tz: tzinfo
     budget: int
+
+    @classmethod
+    def of(cls, store) -> "Answering":
+        """From a diary store of either backend (both keep these under the same names)."""
+        return cls(config=store.config, prompts=store.prompts, tz=store.tz, budget=store.budget_tokens)
 
 
 def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> list[Hit]:
@@ -326,25 +331,23 @@ def _range_lines(source: DiarySource, how: Answering, cands: list[Candidate], ra
                               limit=RAW_CANDIDATES)
         if not left:
             return hits
-        way = "，以上是最相关的部分" if language == "zh" else "; the most relevant ones are shown"
-        note = how.prompts.render("diary_omitted", range=ranges, total=len(cands), omitted=left, how=way)
-        reason = f"{left} of {len(cands)} turns left out for the token budget"
-    else:
-        def digest_for(day: str, group: list[Candidate]) -> tuple[str, str]:
-            text = source.digest(day, len(group))
-            if text:
-                return text, "llm digest"
-            return fallback_digest([c.tag for c in group], language=language), "digest from tags"
+        return hits + [omitted_hit(how.prompts, ranges, len(cands), left,
+                                   f"{left} of {len(cands)} turns left out for the token budget")]
 
-        hits, left, left_days = digest_hits(cands, digest_for, language=language, budget=budget)
-        more = ""
-        if left_days:
-            more = (f"，另有 {left_days} 天（{left} 轮）限于篇幅未列出" if language == "zh"
-                    else f"; {left_days} more days ({left} turns) are left out for length")
-        note = how.prompts.render("diary_digested", range=ranges, total=len(cands), days=len(days), more=more)
-        reason = f"{len(cands)} turns over {len(days)} days shown as daily digests; {left} turns left out"
-    hits.append(Hit(STORE, note, 1.0, reason, pinned=True, meta={"kind": "omitted", "omitted": left, "total": len(cands)}))
-    return hits
+    def digest_for(day: str, group: list[Candidate]) -> tuple[str, str]:
+        text = source.digest(day, len(group))
+        if text:
+            return text, "llm digest"
+        return fallback_digest([c.tag for c in group], language=language), "digest from tags"
+
+    hits, left, left_days = digest_hits(cands, digest_for, language=language, budget=budget)
+    more = ""
+    if left_days:
+        more = (f"，另有 {left_days} 天（{left} 轮）限于篇幅未列出" if language == "zh"
+                else f"; {left_days} more days ({left} turns) are left out for length")
+    note = how.prompts.render("diary_digested", range=ranges, total=len(cands), days=len(days), more=more)
+    reason = f"{len(cands)} turns over {len(days)} days shown as daily digests; {left} turns left out"
+    return hits + [Hit(STORE, note, 1.0, reason, pinned=True, meta={"kind": "omitted", "omitted": left, "total": len(cands)})]
 
 
 __all__ = ["Answering", "DiarySource", "Names", "answer", "range_hits", "RAW_CANDIDATES"]

@@ -130,10 +130,14 @@ def omitted_note(
     if omitted <= 0:
         return []
     text = "; ".join(f'"{e.text}"' for e, _ in ranges)
+    return [omitted_hit(prompts, text, total, omitted, f"{omitted} of {total} turns of the range not shown")]
+
+
+def omitted_hit(prompts, ranges: str, total: int, omitted: int, reason: str) -> Hit:
+    """The pinned "N of the range's T turns are not shown; the most relevant ones are" note."""
     how = "，以上是最相关的部分" if prompts.language == "zh" else "; the most relevant ones are shown"
-    note = prompts.render("diary_omitted", range=text, total=total, omitted=omitted, how=how)
-    return [Hit(STORE, note, 1.0, f"{omitted} of {total} turns of the range not shown", pinned=True,
-                meta={"kind": "omitted", "omitted": omitted, "total": total})]
+    note = prompts.render("diary_omitted", range=ranges, total=total, omitted=omitted, how=how)
+    return Hit(STORE, note, 1.0, reason, pinned=True, meta={"kind": "omitted", "omitted": omitted, "total": total})
 
 
 def raw_hits(

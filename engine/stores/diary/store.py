@@ -92,10 +92,7 @@ class DiaryStore:
     def retrieve(self, query: Query) -> list[Hit]:
         if not self.config.enabled:
             return []
-        return answer(FileDiarySource(self, self.user(query.user_id)), self.answering(), query, self.names())
-
-    def answering(self) -> Answering:
-        return Answering(config=self.config, prompts=self.prompts, tz=self.tz, budget=self.budget_tokens)
+        return answer(FileDiarySource(self, self.user(query.user_id)), Answering.of(self), query, self.names())
 
     def names(self) -> Names:
         if self._names is None:
