@@ -18,9 +18,8 @@ import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from harness import TZ, make_character, options, report, timed, write_history
+from harness import TZ, make_character, offline_config, options, report, timed, write_history
 
-from engine.config import load_config
 from engine.orchestrator import MemoryOrchestrator
 
 
@@ -36,7 +35,7 @@ def main() -> None:
         t = time.perf_counter()
         write_history(data, "bench", args.messages, end=now - timedelta(hours=1))
         print(f"generated {args.messages} history messages in {time.perf_counter() - t:.1f} s")
-        config = load_config(overrides={"data_dir": str(data), "llm": {"backend": "none"}}, env={})
+        config = offline_config(data)
         if args.diary_turns:
             t = time.perf_counter()
             write_diary(data, "bench", args.diary_turns, end=now - timedelta(days=1))

@@ -14,9 +14,8 @@ import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from harness import TZ, make_character, report, write_history
+from harness import TZ, make_character, offline_config, report, write_history
 
-from engine.config import load_config
 from engine.orchestrator import MemoryOrchestrator
 
 
@@ -30,7 +29,7 @@ def main() -> None:
         data = Path(tmp)
         make_character(data)
         write_history(data, "bench", args.history, end=now - timedelta(hours=1))
-        config = load_config(overrides={"data_dir": str(data), "llm": {"backend": "none"}}, env={})
+        config = offline_config(data)
         with MemoryOrchestrator.from_config("xiaoyue", config=config) as orch:
             orch.build_prompt("你好", user_id="bench", now=now)  # load the history once, warm up
             orch.flush()

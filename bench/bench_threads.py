@@ -18,9 +18,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from bench_prompt import write_diary
-from harness import TZ, make_character, options, report, timed
+from harness import TZ, make_character, offline_config, options, report, timed
 
-from engine.config import load_config
 from engine.orchestrator import MemoryOrchestrator
 from engine.search.base import SearchRequest
 
@@ -36,7 +35,7 @@ def main() -> None:
         data = Path(tmp)
         make_character(data)
         write_diary(data, "bench", args.diary_turns, end=now - timedelta(days=1))
-        config = load_config(overrides={"data_dir": str(data), "llm": {"backend": "none"}}, env={})
+        config = offline_config(data)
         with MemoryOrchestrator.from_config("xiaoyue", config=config) as orch:
             message = "我想坐缆车去上城看看"
             batch = [f"{message}\n上一轮：今天天气怎么样，我们去哪里玩比较好呢？", message]

@@ -56,6 +56,13 @@ def report(label: str, samples_ms: list[float], *, baseline_ms: float | None = N
     print(f"{label:<58} p50 {p50:8.2f} ms   p95 {p95:8.2f} ms   n={len(samples_ms)}{ratio}")
 
 
+def offline_config(data_dir: Path):
+    """The engine's defaults on `data_dir`, with no memory LLM (the offline fallbacks; no network)."""
+    from engine.config import load_config
+
+    return load_config(overrides={"data_dir": str(data_dir), "llm": {"backend": "none"}}, env={})
+
+
 def make_character(data_dir: Path, *, character: str = "xiaoyue") -> Path:
     target = data_dir / "agents" / character
     if not target.exists():
