@@ -126,6 +126,11 @@ class PgDiaryTurns:
                                 "AND deleted_at IS NULL", (owner, list(turn_ids))).fetchall()
             return {t.id: t for t in map(_row_to_turn, rows)}
 
+    def users(self) -> list[str]:
+        """The character's users in the database (recorded through any worker)."""
+        with self.db.tx() as conn:
+            return self.owners.users(conn)
+
     def day_counts(self, user_id: str) -> list[tuple[date, int]]:
         with self.db.tx() as conn:
             owner = self.owners.get(conn, user_id, create=False)

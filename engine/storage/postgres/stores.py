@@ -173,9 +173,7 @@ class PgDiaryStore:
         return None if t is None or t.deleted else t.to_entry()
 
     def user_ids(self) -> list[str]:
-        """The character's users in the database (recorded through any worker)."""
-        with self.turns.db.tx() as conn:
-            return self.turns.owners.users(conn)
+        return self.turns.users()
 
     def get_many(self, user_id: str, turn_ids: Sequence[str]) -> dict[str, DiaryEntry]:
         return {tid: t.to_entry() for tid, t in self.turns.get_many(user_id, list(turn_ids)).items()}
