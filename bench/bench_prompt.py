@@ -13,12 +13,11 @@ build_prompt embeds); asserts nothing.
 
 from __future__ import annotations
 
-import tempfile
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from harness import TZ, make_character, offline_config, options, report, timed, write_history
+from harness import NOW, TZ, character_folder, offline_config, options, report, timed, write_history
 
 from engine.orchestrator import MemoryOrchestrator
 
@@ -28,10 +27,8 @@ def main() -> None:
     from engine.runtime import configure_threads
 
     configure_threads()  # as `kioku serve` runs: one faiss thread, one BLAS thread (engine/runtime.py)
-    now = datetime(2026, 11, 22, 20, 30, tzinfo=TZ)
-    with tempfile.TemporaryDirectory(prefix="kioku-bench-") as tmp:
-        data = Path(tmp)
-        make_character(data)
+    now = NOW
+    with character_folder() as data:
         t = time.perf_counter()
         write_history(data, "bench", args.messages, end=now - timedelta(hours=1))
         print(f"generated {args.messages} history messages in {time.perf_counter() - t:.1f} s")

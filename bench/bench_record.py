@@ -9,12 +9,10 @@ runs in the background and is timed separately (drain). Prints numbers; asserts 
 from __future__ import annotations
 
 import argparse
-import tempfile
 import time
-from datetime import datetime, timedelta
-from pathlib import Path
+from datetime import timedelta
 
-from harness import TZ, make_character, offline_config, report, write_history
+from harness import NOW, character_folder, offline_config, report, write_history
 
 from engine.orchestrator import MemoryOrchestrator
 
@@ -24,10 +22,8 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--history", type=int, default=2000, help="messages already in the user's history")
     args = parser.parse_args()
-    now = datetime(2026, 11, 22, 20, 30, tzinfo=TZ)
-    with tempfile.TemporaryDirectory(prefix="kioku-bench-") as tmp:
-        data = Path(tmp)
-        make_character(data)
+    now = NOW
+    with character_folder() as data:
         write_history(data, "bench", args.history, end=now - timedelta(hours=1))
         config = offline_config(data)
         with MemoryOrchestrator.from_config("xiaoyue", config=config) as orch:

