@@ -224,3 +224,34 @@ def test_admin_reads_many_turns_at_once_in_the_order_asked(orch):
     entries = orch.admin.diary_turns("amy", asked)
     assert [e.id for e in entries] == ids[::-1]  # the order asked, the missing one left out
     assert [(e.user, e.assistant) for e in entries if e.id in TEXTS] == [TEXTS[i] for i in ids[::-1] if i in TEXTS]
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ["I fed the turtles.", "We went hiking on Saturday.", "The museum was closed!"],  # "." + newline: one token
+        ["今天读完了《活着》。", "晚上和朋友吃了火锅！", "下雨了"],
+        ["Coco is my puppy", "She is two months old", "Her name is Coco"],  # no final punctuation
+    ],
+)
+def test_search_lines_are_charged_what_they_cost_and_fill_the_budget(lines):
+    """A budget of exactly what the lines cost, sent as the diary sends them, shows all of them,
+    and a day's `tokens` is never less than its text counts (the fusion trusts it)."""
+    from datetime import timezone
+
+    from engine.search.base import SearchHit
+    from engine.stores.diary.render import search_hits
+    from engine.tokens import count_tokens
+
+    day = datetime(2026, 6, 1, 9, 0, tzinfo=timezone.utc)
+    found = [SearchHit(turn_id=f"t{i}", ts=int(day.timestamp()) + 60 * i, side="user", score=1.0 - i / 10,
+                       lexical=0.0, dense=0.0, text=line) for i, line in enumerate(lines)]
+    sent = "[2026-06-01]\n" + "\n".join(f"Amy: {line}" for line in lines)
+    exact = count_tokens("[2026-06-01]\n") + sum(count_tokens(f"Amy: {line}\n") for line in lines)
+    hits = search_hits(found, tz=timezone.utc, budget=exact, max_line_tokens=200, skip_texts=set(), reason="test",
+                       names=("Amy", "Bot"))
+    assert len(hits) == 1 and hits[0].meta["ids"] == [f"t{i}" for i in range(len(lines))]
+    assert hits[0].text.replace("{{user}}", "Amy") == sent
+    assert count_tokens(sent) <= hits[0].tokens <= exact
+    assert search_hits(found, tz=timezone.utc, budget=exact - 1, max_line_tokens=200, skip_texts=set(), reason="test",
+                       names=("Amy", "Bot"))[0].meta["ids"] != [f"t{i}" for i in range(len(lines))]

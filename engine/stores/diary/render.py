@@ -61,9 +61,6 @@ def turn_text(entry: DiaryEntry, tz: tzinfo, *, max_tokens: int) -> str:
     return f"[{entry.at.astimezone(tz):%Y-%m-%d %H:%M}] {{{{user}}}}: {user} / {{{{char}}}}: {reply}"
 
 
-DAY_HEADER_TOKENS = 8
-
-
 def search_hits(
     found: Sequence[SearchHit],
     *,
@@ -77,43 +74,51 @@ def search_hits(
     """Search results as one hit per local day ("[2023-05-08]" then one line per half, in
     conversation order), the best lines first until `budget` is spent. A half is shown whole
     unless it is longer than `max_line_tokens`; halves already in the window are skipped.
-    `names` (user, character) are what {{user}} / {{char}} become: lines are counted as sent."""
-    chosen: list[tuple[SearchHit, str, str]] = []
-    days: set[str] = set()
+    `names` (user, character) are what {{user}} / {{char}} become: lines are counted as sent.
+
+    A line is charged what it costs with its newline (a sentence's final "." and the newline are
+    often one token), a day its header once; a hit's `tokens` is what its day was charged, which
+    the sent text never exceeds (its last line has no newline after it)."""
+    chosen: list[tuple[SearchHit, str, str, int]] = []
+    day_cost: dict[str, int] = {}
     room = budget
     for h in found:
         if " ".join(h.text.split()) in skip_texts:
             continue
         who = "{{user}}" if h.side == "user" else "{{char}}"
         body = annotate(shorten(h.text, max_line_tokens), h.dates)
-        line = f"{who}: {body}"
-        shown_name = names[0] if h.side == "user" else names[1]
-        day = datetime.fromtimestamp(h.ts, tz).date().isoformat()
-        cost = count_tokens(f"{shown_name or who}: {body}") + 1 + (0 if day in days else DAY_HEADER_TOKENS)
-        if cost > room:
+        sent = f"{(names[0] if h.side == 'user' else names[1]) or who}: {body}\n"
+        # Every whitespace-separated word is at least one token: most lines that cannot fit in
+        # what is left are known without encoding them.
+        if len(sent.split()) > room:
             continue
-        room -= cost
-        days.add(day)
-        chosen.append((h, line, day))
+        day = datetime.fromtimestamp(h.ts, tz).date().isoformat()
+        header = 0 if day in day_cost else count_tokens(f"[{day}]\n")
+        cost = count_tokens(sent)
+        if cost + header > room:
+            continue
+        room -= cost + header
+        day_cost[day] = day_cost.get(day, 0) + cost + header
+        chosen.append((h, f"{who}: {body}", day, cost))
     if not chosen:
         return []
-    best = max(h.score for h, _, _ in chosen) or 1.0
-    by_day: dict[str, list[tuple[SearchHit, str, str]]] = {}
+    best = max(h.score for h, *_ in chosen) or 1.0
+    by_day: dict[str, list[tuple[SearchHit, str, str, int]]] = {}
     for item in sorted(chosen, key=lambda it: (it[0].ts, it[0].side != "user")):
         by_day.setdefault(item[2], []).append(item)
     out = []
     for day, items in by_day.items():
-        text = f"[{day}]\n" + "\n".join(line for _, line, _ in items)
-        top = max(h.score for h, _, _ in items)
-        whys = sorted({h.why for h, _, _ in items})
+        text = f"[{day}]\n" + "\n".join(line for _, line, _, _ in items)
+        top = max(h.score for h, *_ in items)
+        whys = sorted({h.why for h, *_ in items})
         out.append(
             Hit(
                 store=STORE,
                 text=text,
                 score=round(top / best, 4),
                 reason=f"{reason}: {len(items)} line(s) of {day} by {', '.join(whys)}",
-                tokens=count_tokens(text.replace("{{user}}", names[0] or "{{user}}").replace("{{char}}", names[1] or "{{char}}")),
-                meta={"kind": "search", "day": day, "ids": [h.turn_id for h, _, _ in items]},
+                tokens=day_cost[day],
+                meta={"kind": "search", "day": day, "ids": [h.turn_id for h, *_ in items]},
             )
         )
     return out
