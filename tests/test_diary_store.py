@@ -113,6 +113,14 @@ class TestRanges:
         want = expected_ids(months, datetime(2026, 11, day, tzinfo=TZ), datetime(2026, 11, day + 1, tzinfo=TZ))
         assert got == want and len(want) >= 3
 
+    @pytest.mark.parametrize("message", ["昨天和这周我们都聊了什么", "what did we talk about yesterday and this week?"])
+    def test_two_ranges_that_overlap_show_each_turn_once_in_time_order(self, months, embedder, message):
+        hits = ask(months, embedder, message)
+        got = turns_of(hits)
+        assert got == expected_ids(months, datetime(2026, 11, 16, tzinfo=TZ), NOW + timedelta(seconds=1))
+        # A turn of both ranges keeps the first range's reason.
+        assert all(("昨天" in h.reason or "yesterday" in h.reason) for h in hits if h.meta.get("id") == "late")
+
     def test_today_stops_at_now(self, months, embedder):
         got = turns_of(ask(months, embedder, "今天我们都聊了什么"))
         assert "next" in got and "future" not in got

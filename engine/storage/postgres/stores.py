@@ -38,7 +38,7 @@ from engine.stores.diary.admin import DiarySearchResult
 from engine.stores.diary.answer import Answering, Names, answer, character_names, query_texts
 from engine.stores.diary.dates import resolve_dates
 from engine.stores.diary.entry import DiaryEntry
-from engine.stores.diary.render import STORE, Candidate
+from engine.stores.diary.render import STORE, RangeTurns
 from engine.stores.diary.writing import write_tag
 from engine.storage.postgres.backend import PgBackend
 from engine.storage.postgres.core_repo import PgFactRepository
@@ -264,25 +264,26 @@ class _PgDiarySource:
     def hold(self):
         return nullcontext()  # every read is its own snapshot; nothing to catch up with
 
-    def span(self, lo: int, hi: int, vector, reason) -> list[Candidate]:
+    def span(self, lo: int, hi: int, vector, reason) -> RangeTurns:
         found = self.store.turns.range(self.user_id, datetime.fromtimestamp(lo, timezone.utc),
                                        datetime.fromtimestamp(hi, timezone.utc))
-        why = reason(len(found), "")
-        out = []
+        rows = []
         for t in found:
             row = self._row_of.get(t.id)
             if row is None:
                 row = self._row_of[t.id] = len(self.turns)
                 self.turns.append(t)
-            out.append(Candidate(row, int(t.at.timestamp()), t.at.astimezone(self.store.tz).date().isoformat(), t.tag,
-                                 0.0, why))
-        return out
+            rows.append(row)
+        tz = self.store.tz
+        return RangeTurns.of(rows, [int(t.at.timestamp()) for t in found],
+                             [t.at.astimezone(tz).date().isoformat() for t in found], [t.tag for t in found],
+                             reason(len(found), ""))
 
-    def turn_id(self, cand: Candidate) -> str:
-        return self.turns[cand.row].id
+    def turn_ids(self, rows) -> list[str]:
+        return [self.turns[r].id for r in rows.tolist()]
 
-    def entries(self, cands: list[Candidate]) -> list[DiaryEntry]:
-        return [self.turns[c.row].to_entry() for c in cands]
+    def entries(self, rows) -> list[DiaryEntry]:
+        return [self.turns[r].to_entry() for r in rows.tolist()]
 
     def digest(self, day: str, turns: int) -> str | None:
         if self._digests is None:

@@ -31,7 +31,7 @@ from engine.stores.base import Hit, Query
 from engine.stores.diary.entry import DiaryEntry
 from engine.stores.diary.recall import clip_to_past, decide, is_question, recall_cue
 from engine.stores.diary.render import (
-    NOTE_RESERVE, STORE, Candidate, digest_hits, fmt_range, omitted_hit, omitted_note, raw_hits, search_hits,
+    NOTE_RESERVE, STORE, RangeTurns, digest_hits, fmt_range, omitted_hit, omitted_note, raw_hits, search_hits,
 )
 from engine.stores.diary.writing import fallback_digest
 from engine.tokens import count_tokens
@@ -125,15 +125,14 @@ class DiarySource(Protocol):
     def hold(self) -> AbstractContextManager:
         """Held while answering (the files diary: its lock, after catching up with the day files)."""
 
-    def span(self, lo: int, hi: int, vector, reason: Callable[[int, str], str]) -> list[Candidate]:
-        """The turns of [lo, hi) epoch seconds as candidates in time order, each with
-        `reason(turns in the span, what was dropped)`. A turn already returned for another span
-        keeps its row."""
+    def span(self, lo: int, hi: int, vector, reason: Callable[[int, str], str]) -> RangeTurns:
+        """The turns of [lo, hi) epoch seconds in time order, with `reason(turns in the span,
+        what was dropped)`. A turn already returned for another span keeps its row."""
 
-    def turn_id(self, cand: Candidate) -> str: ...
+    def turn_ids(self, rows: np.ndarray) -> list[str]: ...
 
-    def entries(self, cands: list[Candidate]) -> list[DiaryEntry]:
-        """The candidates' entries, same order."""
+    def entries(self, rows: np.ndarray) -> list[DiaryEntry]:
+        """The entries of these rows, same order."""
 
     def digest(self, day: str, turns: int) -> str | None:
         """The memory LLM's digest of `day`, when one was written for the day's `turns` turns
@@ -190,7 +189,7 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
         in_range_total = 0
         if decision.use:
             cands, parts, span = _range_candidates(source, tz, ranges, decision, vector)
-            if cands and _has_content(text, decision.cue):
+            if len(cands) and _has_content(text, decision.cue):
                 # A question about content with a time range ("what book did I mention last
                 # week"): the whole range when it fits in half the budget, else the search with
                 # the range's matching lines first.
@@ -258,9 +257,9 @@ def message_vector(query: Query) -> np.ndarray | None:
 
 
 def _range_candidates(source: DiarySource, tz: tzinfo, ranges, decision, vector):
-    """(the used ranges' turns as candidates, the ranges' parts (expression, description, turns,
-    start, stop), (start, end) epoch span of the first range)."""
-    cands: dict[int, Candidate] = {}
+    """(the used ranges' turns, the ranges' parts (expression, description, turns, start, stop),
+    (start, end) epoch span of the first range)."""
+    found: list[RangeTurns] = []
     parts = []
     first = None
     for expr, (start, stop) in ranges:
@@ -279,17 +278,12 @@ def _range_candidates(source: DiarySource, tz: tzinfo, ranges, decision, vector)
             why += f', recall cue "{decision.cue}"' if decision.cue else ""
             return why + dropped
 
-        found = source.span(lo, last + 1, vector, reason)
-        parts.append((expr, desc, len(found), start, stop))
-        for c in found:
-            cands.setdefault(c.row, c)
-    out = list(cands.values())
-    if len(parts) > 1:  # one range's rows come in time order already
-        out.sort(key=lambda c: (c.ts, c.row))
-    return out, parts, first
+        found.append(source.span(lo, last + 1, vector, reason))
+        parts.append((expr, desc, len(found[-1]), start, stop))
+    return RangeTurns.join(found), parts, first
 
 
-def _rank_in_range(source: DiarySource, cands: list[Candidate], span, vector, text: str, side) -> list[Candidate]:
+def _rank_in_range(source: DiarySource, cands: RangeTurns, span, vector, text: str, side) -> RangeTurns:
     """Scores for the range's turns from the search restricted to the range (best half)."""
     found: list[SearchHit] = source.search(
         SearchRequest(text=text, vector=vector, k=min(2 * len(cands), RAW_CANDIDATES), start=span[0], end=span[1],
@@ -298,10 +292,10 @@ def _rank_in_range(source: DiarySource, cands: list[Candidate], span, vector, te
     best: dict[str, float] = {}
     for h in found:
         best[h.turn_id] = max(best.get(h.turn_id, 0.0), h.score)
-    return [c._replace(score=best.get(source.turn_id(c), 0.0)) for c in cands]
+    return cands.ranked([best.get(i, 0.0) for i in source.turn_ids(cands.rows)])
 
 
-def range_hits(source: DiarySource, how: Answering, cands: list[Candidate], parts: list, *, budget: int) -> list[Hit]:
+def range_hits(source: DiarySource, how: Answering, cands: RangeTurns, parts: list, *, budget: int) -> list[Hit]:
     """A used range: all its turns, its best turns, or per-day digests, plus the notes (a day file
     that could not be read is named; an empty range says so)."""
     language = how.prompts.language
@@ -315,7 +309,7 @@ def range_hits(source: DiarySource, how: Answering, cands: list[Candidate], part
                 "(these diary files could not be read completely; records of those days may be missing: ")
         pinned = [Hit(STORE, note + "; ".join(broken[:3]) + ("）" if language == "zh" else ")"), 1.0,
                       "broken day file in the range", pinned=True, meta={"kind": "broken"})]
-    if not cands:
+    if not len(cands):
         if broken:
             return pinned
         text = f"（{ranges} 没有任何对话记录）" if language == "zh" else f"(no conversation records for {ranges})"
@@ -323,9 +317,9 @@ def range_hits(source: DiarySource, how: Answering, cands: list[Candidate], part
     return pinned + _range_lines(source, how, cands, ranges, budget)
 
 
-def _range_lines(source: DiarySource, how: Answering, cands: list[Candidate], ranges: str, budget: int) -> list[Hit]:
+def _range_lines(source: DiarySource, how: Answering, cands: RangeTurns, ranges: str, budget: int) -> list[Hit]:
     language, config = how.prompts.language, how.config
-    days = {c.day for c in cands}
+    days = np.unique(cands.day)
     if len(cands) <= config.digest_over_turns or len(days) == 1:
         hits, left = raw_hits(cands, source.entries, tz=how.tz, budget=budget, max_turn_tokens=config.max_turn_tokens,
                               limit=RAW_CANDIDATES)
@@ -334,11 +328,11 @@ def _range_lines(source: DiarySource, how: Answering, cands: list[Candidate], ra
         return hits + [omitted_hit(how.prompts, ranges, len(cands), left,
                                    f"{left} of {len(cands)} turns left out for the token budget")]
 
-    def digest_for(day: str, group: list[Candidate]) -> tuple[str, str]:
-        text = source.digest(day, len(group))
+    def digest_for(day: str, group: np.ndarray) -> tuple[str, str]:
+        text = source.digest(day, int(group.size))
         if text:
             return text, "llm digest"
-        return fallback_digest([c.tag for c in group], language=language), "digest from tags"
+        return fallback_digest(cands.tag[group].tolist(), language=language), "digest from tags"
 
     hits, left, left_days = digest_hits(cands, digest_for, language=language, budget=budget)
     more = ""

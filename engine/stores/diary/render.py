@@ -10,8 +10,10 @@ model does not claim that nothing else happened.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, tzinfo
-from typing import NamedTuple
+
+import numpy as np
 
 from engine.search.base import SearchHit
 from engine.stores.base import Hit
@@ -24,17 +26,61 @@ NOTE_RESERVE = 60
 """Tokens kept free for the 'N turns left out' note."""
 
 
-class Candidate(NamedTuple):
-    """One in-range row. A named tuple, not a frozen dataclass: a month's range builds thousands
-    per prompt, and a frozen dataclass's construction took half the month question's own work."""
+@dataclass(frozen=True)
+class RangeTurns:
+    """The turns of an asked range as columns, in time order. A month holds thousands of turns:
+    an object per turn (even a named tuple) was most of a month question's own work, in the
+    allocations and the garbage collections they set off."""
 
-    row: int
-    ts: int
-    day: str
-    """Local day, YYYY-MM-DD."""
-    tag: str
-    score: float
-    reason: str
+    rows: np.ndarray
+    """The source's row of each turn (int64; what `DiarySource.entries` reads)."""
+    ts: np.ndarray
+    """Epoch seconds (int64)."""
+    day: np.ndarray
+    """Local day, YYYY-MM-DD (str)."""
+    tag: np.ndarray
+    """The turn's tag (object array of str)."""
+    reason: np.ndarray
+    """Why its range was read (object array of str: one text per asked range)."""
+    score: np.ndarray
+    """Relevance (float64): 0 until the search ranks the range."""
+
+    @classmethod
+    def of(cls, rows, ts, day, tag, reason: str) -> "RangeTurns":
+        n = len(rows)
+        return cls(np.asarray(rows, dtype=np.int64), np.asarray(ts, dtype=np.int64), np.asarray(day, dtype="<U10"),
+                   _objects(tag), np.full(n, reason, dtype=object), np.zeros(n))
+
+    @classmethod
+    def join(cls, parts: Sequence["RangeTurns"]) -> "RangeTurns":
+        """Several ranges' turns in time order, a turn in two of them once (with the first one's reason)."""
+        if len(parts) == 1:
+            return parts[0]
+        every = cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in cls.__dataclass_fields__))
+        _, first = np.unique(every.rows, return_index=True)
+        return every.take(first[np.lexsort((every.rows[first], every.ts[first]))])
+
+    def __len__(self) -> int:
+        return int(self.rows.size)
+
+    def take(self, idx: np.ndarray) -> "RangeTurns":
+        return RangeTurns(*(getattr(self, f)[idx] for f in self.__dataclass_fields__))
+
+    def ranked(self, score: np.ndarray) -> "RangeTurns":
+        return replace(self, score=np.asarray(score, dtype=np.float64))
+
+    def days(self) -> list[tuple[str, np.ndarray]]:
+        """(day, indices of its turns) in time order."""
+        if not len(self):
+            return []
+        cut = np.flatnonzero(self.day[1:] != self.day[:-1]) + 1
+        return [(str(self.day[g[0]]), g) for g in np.split(np.arange(len(self)), cut)]
+
+
+def _objects(items) -> np.ndarray:
+    out = np.empty(len(items), dtype=object)
+    out[:] = list(items) if not isinstance(items, np.ndarray) else items
+    return out
 
 
 def fmt_range(start: datetime, end: datetime, tz: tzinfo) -> str:
@@ -146,8 +192,8 @@ def omitted_hit(prompts, ranges: str, total: int, omitted: int, reason: str) -> 
 
 
 def raw_hits(
-    cands: Sequence[Candidate],
-    load: Callable[[list[Candidate]], list[DiaryEntry]],
+    turns: RangeTurns,
+    load: Callable[[np.ndarray], list[DiaryEntry]],
     *,
     tz: tzinfo,
     budget: int,
@@ -155,57 +201,52 @@ def raw_hits(
     limit: int,
 ) -> tuple[list[Hit], int]:
     """(hits in chronological order, number left out). All turns when they fit the budget, else
-    the most relevant (then the latest) ones. Only the `limit` best candidates are read from disk."""
-    if len(cands) <= limit:
-        pool = list(cands)
+    the most relevant (then the latest) ones. Only the `limit` best turns are read from disk."""
+    if len(turns) <= limit:
+        pool = np.arange(len(turns))
     else:
-        pool = sorted(cands, key=lambda c: (c.score, c.ts), reverse=True)[:limit]
-        pool.sort(key=lambda c: (c.ts, c.row))
-    entries = load(pool)
+        pool = np.sort(np.lexsort((-turns.ts, -turns.score))[:limit])  # the best, in time order
+    entries = load(turns.rows[pool])
     texts = [turn_text(e, tz, max_tokens=max_turn_tokens) for e in entries]
     tokens = [count_tokens(t) for t in texts]
-    chosen: set[int] = set()
-    if sum(tokens) <= budget and len(pool) == len(cands):
-        chosen = set(range(len(pool)))
+    chosen: list[int] = []
+    if sum(tokens) <= budget and pool.size == len(turns):
+        chosen = list(range(pool.size))
     else:
         room = budget - NOTE_RESERVE
-        for i in sorted(range(len(pool)), key=lambda i: (pool[i].score, pool[i].ts), reverse=True):
+        for i in np.lexsort((-turns.ts[pool], -turns.score[pool])).tolist():  # best first, ties in time order
             if tokens[i] <= room:
-                chosen.add(i)
+                chosen.append(i)
                 room -= tokens[i]
     hits = [
         Hit(
             store=STORE,
             text=texts[i],
-            score=pool[i].score,
-            reason=pool[i].reason,
+            score=float(turns.score[pool[i]]),
+            reason=str(turns.reason[pool[i]]),
             tokens=tokens[i],
             meta={"kind": "turn", "id": entries[i].id, "time": entries[i].at.isoformat(), "tag": entries[i].tag},
         )
         for i in sorted(chosen)
     ]
-    return hits, len(cands) - len(hits)
+    return hits, len(turns) - len(hits)
 
 
 def digest_hits(
-    cands: Sequence[Candidate],
-    digest_for: Callable[[str, list[Candidate]], tuple[str, str]],
+    turns: RangeTurns,
+    digest_for: Callable[[str, np.ndarray], tuple[str, str]],
     *,
     language: str,
     budget: int,
 ) -> tuple[list[Hit], int, int]:
-    """(one hit per day, turns left out, days left out). `digest_for(day, day_cands)` gives
-    (text, source); days are kept chronologically, the most relevant first when over budget."""
-    days: dict[str, list[Candidate]] = {}
-    for c in cands:
-        days.setdefault(c.day, []).append(c)
+    """(one hit per day, turns left out, days left out). `digest_for(day, indices of its turns)`
+    gives (text, source); days are kept chronologically, the most relevant first when over budget."""
     items = []
-    for day, group in days.items():
+    for day, group in turns.days():
         text, source = digest_for(day, group)
-        label = f"{len(group)} 轮" if language == "zh" else f"{len(group)} turns"
+        label = f"{group.size} 轮" if language == "zh" else f"{group.size} turns"
         line = f"[{day}，{label}] {text}" if language == "zh" else f"[{day}, {label}] {text}"
-        score = max(c.score for c in group)
-        items.append((day, group, line, count_tokens(line), score, source))
+        items.append((day, group, line, count_tokens(line), float(turns.score[group].max()), source))
     total = sum(it[3] for it in items)
     keep: set[str] = set()
     if total <= budget:
@@ -221,12 +262,12 @@ def digest_hits(
             store=STORE,
             text=line,
             score=score,
-            reason=f"{group[0].reason}; digest of {day} ({source})",
+            reason=f"{turns.reason[group[0]]}; digest of {day} ({source})",
             tokens=tok,
-            meta={"kind": "digest", "day": day, "turns": len(group), "source": source},
+            meta={"kind": "digest", "day": day, "turns": int(group.size), "source": source},
         )
         for day, group, line, tok, score, source in items
         if day in keep
     ]
-    left_turns = sum(len(group) for day, group, *_ in items if day not in keep)
+    left_turns = sum(int(group.size) for day, group, *_ in items if day not in keep)
     return hits, left_turns, len(items) - len(keep)
