@@ -336,9 +336,12 @@ class UserDiary:
     def entries_for(self, rows: np.ndarray) -> list[DiaryEntry]:
         """The entries at index rows (chronological rows in, same order out)."""
         out: list[DiaryEntry] = []
+        loads: dict[int, DayLoad] = {}  # each day file checked once, not once per turn
         for r in rows.tolist():
-            name = self.index.file_names[int(self.index.file[r])]
-            load = self.day(name)
+            f = int(self.index.file[r])
+            load = loads.get(f)
+            if load is None:
+                load = loads[f] = self.day(self.index.file_names[f])
             item = int(self.index.item[r])
             if item < len(load.entries):
                 out.append(load.entries[item])
