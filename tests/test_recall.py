@@ -255,3 +255,49 @@ def test_search_lines_are_charged_what_they_cost_and_fill_the_budget(lines):
     assert count_tokens(sent) <= hits[0].tokens <= exact
     assert search_hits(found, tz=timezone.utc, budget=exact - 1, max_line_tokens=200, skip_texts=set(), reason="test",
                        names=("Amy", "Bot"))[0].meta["ids"] != [f"t{i}" for i in range(len(lines))]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I fed the turtles.", "今天读完了《活着》。", "2023 was a good year!", "“Quoted” at the start", "...",
+        "  spaces   and\nnewlines inside. ", "emoji 🐢🐢 at the end", "Mr. O'Neil's café", "数字123和English混合！",
+    ],
+)
+def test_a_half_is_charged_at_index_time_exactly_what_its_line_costs(tmp_path, embedder, text):
+    """The search index counts each half's line cost once, when it indexes the turn; a shown line
+    `Name: text` plus its newline costs exactly the name's part plus that, for any name."""
+    from engine.search.base import TurnDoc
+    from engine.search.files import FileTurnIndex
+    from engine.tokens import count_tokens
+
+    ix = FileTurnIndex(tmp_path / "ix", embedder)
+    ix.add([TurnDoc("t1", 1_700_000_000, text, "ok.")])
+    ix.save(force=True)
+    again = FileTurnIndex(tmp_path / "ix", embedder)
+    flat = " ".join(text.split())
+    for index in (ix, again):
+        for name in ("Amy", "小林", "{{user}}", "Dr. Who"):
+            assert count_tokens(f"{name}:") + int(index.line_tokens.view[0, 0]) == count_tokens(f"{name}: {flat}\n")
+
+
+def test_an_index_saved_before_line_costs_were_kept_opens_and_counts_when_shown(tmp_path, embedder):
+    import io
+
+    import numpy as np
+
+    from engine.search.base import SearchRequest, TurnDoc
+    from engine.search.files import FileTurnIndex
+
+    ix = FileTurnIndex(tmp_path / "ix", embedder)
+    ix.add([TurnDoc("t1", 1_700_000_000, "My turtle Shelly loves lettuce.", "Cute!")])
+    ix.save(force=True)
+    with np.load(tmp_path / "ix" / "meta.npz") as npz:  # as the previous release wrote it
+        arrays = {k: npz[k] for k in npz.files if k != "line_tokens"}
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    (tmp_path / "ix" / "meta.npz").write_bytes(buf.getvalue())
+    old = FileTurnIndex(tmp_path / "ix", embedder)
+    assert len(old) == 1 and old.line_tokens.view.tolist() == [[-1, -1]]
+    hits = old.search(SearchRequest(text="turtle lettuce", vector=embedder.embed(["turtle lettuce"], role="query")[0]))
+    assert hits and hits[0].tokens == -1 and "Shelly" in hits[0].text

@@ -85,6 +85,20 @@ class SearchHit:
     text: str = ""
     """This half's text."""
     dates: tuple[tuple[str, str], ...] = ()
+    tokens: int = -1
+    """What the half costs as a prompt line after a speaker's "Name:" (`line_tokens`), counted
+    when it was indexed; -1 when not known."""
+
+
+def line_tokens(text: str) -> int:
+    """Tokens of `" " + text + "\n"` with whitespace runs made single spaces: a line
+    `f"{name}: {text}"` followed by a newline costs `count_tokens(f"{name}:")` plus this (the
+    tokenizer never joins a word across the space after the colon; a final "." and the newline
+    are often one token). 0 for an empty half."""
+    from engine.tokens import count_tokens
+
+    flat = " ".join(text.split())
+    return count_tokens(f" {flat}\n") if flat else 0
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ import numpy as np
 
 from engine.adapters.embedder import Embedder
 from engine.fileio import atomic_write_bytes
-from engine.search.base import IndexStats, Progress, SearchHit, SearchRequest, Tuning, TurnDoc
+from engine.search.base import IndexStats, Progress, SearchHit, SearchRequest, Tuning, TurnDoc, line_tokens
 from engine.search.grow import Grow
 from engine.search.lexical import Bm25
 from engine.search.text import terms
@@ -66,6 +66,9 @@ class FileTurnIndex:
         self.ts = Grow(np.int64)
         self.alive = Grow(np.bool_)
         self.has_text = Grow(np.bool_, (2,))
+        self.line_tokens = Grow(np.int32, (2,))
+        """Per half, what it costs as a prompt line (`base.line_tokens`; -1: indexed before this
+        was kept, counted when shown)."""
         self.bm25 = Bm25()
         self._order = Grow(np.int64)
         self._pos = Grow(np.int64)
@@ -159,6 +162,7 @@ class FileTurnIndex:
             self.row_of[doc.id] = row
             self.alive.append(True)
             self.has_text.append((bool(doc.user.strip()), bool(doc.assistant.strip())))
+            self.line_tokens.append((line_tokens(doc.user), line_tokens(doc.assistant)))
             self.bm25.add(2 * row, terms(doc.user))
             self.bm25.add(2 * row + 1, terms(doc.assistant))
             if self._order_ok and (len(self.ts) == 0 or doc.ts >= self.ts.view[self._order.view[-1]]):
@@ -201,11 +205,12 @@ class FileTurnIndex:
         ids = [self.ids[r] for r in keep.tolist()]
         digests = [self.digest_of[r] for r in keep.tolist()]
         records = [self.texts.get(r) for r in keep.tolist()]
-        ts, has_text = self.ts.view[keep], self.has_text.view[keep]
+        ts, has_text, costs = self.ts.view[keep], self.has_text.view[keep], self.line_tokens.view[keep]
         self.ids, self.digest_of = ids, digests
         self._row_of = {tid: i for i, tid in enumerate(ids)}
         self.ts, self.alive = Grow(np.int64, data=ts), Grow(np.bool_, data=np.ones(keep.size, dtype=bool))
         self.has_text = Grow(np.bool_, (2,), data=has_text)
+        self.line_tokens = Grow(np.int32, (2,), data=costs)
         self._order_ok = False
         self.version += 1
         self.vectors.reset()
@@ -251,6 +256,7 @@ class FileTurnIndex:
             "ts": self.ts.view,
             "alive": self.alive.view,
             "has_text": self.has_text.view,
+            "line_tokens": self.line_tokens.view,
             "text_ends": self.texts.all_ends(),
             **self.bm25.arrays(),
         }
@@ -275,9 +281,12 @@ class FileTurnIndex:
                 ids = text.split("\n") if rows else []
                 digests = _Lazy(npz["digests"])
                 ts, alive, has_text = npz["ts"], npz["alive"], npz["has_text"]
+                # An index saved before line costs were kept: they are counted when shown.
+                costs = npz["line_tokens"] if "line_tokens" in npz.files else np.full((rows, 2), -1, np.int32)
                 text_ends = npz["text_ends"]
                 bm25 = Bm25.from_arrays(npz)
-            if not (len(ids) == len(digests) == ts.size == alive.size == has_text.shape[0] == text_ends.size == rows):
+            if not (len(ids) == len(digests) == ts.size == alive.size == has_text.shape[0] == costs.shape[0]
+                    == text_ends.size == rows):
                 raise ValueError("row arrays disagree")
             if len(bm25.length) != 2 * rows:
                 raise ValueError("BM25 rows disagree")
@@ -290,6 +299,7 @@ class FileTurnIndex:
         self.ids, self.digest_of = ids, digests
         self.ts, self.alive = Grow(np.int64, data=ts), Grow(np.bool_, data=alive)
         self.has_text = Grow(np.bool_, (2,), data=has_text)
+        self.line_tokens = Grow(np.int32, (2,), data=costs)
         self._row_of = None
         self.sync_token = sync
         self.bm25 = bm25

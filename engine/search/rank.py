@@ -257,6 +257,7 @@ def _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, ve
                 in_range=bool(range_mask[r, s]),
                 text=texts[s],
                 dates=texts[2],
+                tokens=int(ix.line_tokens.view[row, s]),
             )
         )
         if len(hits) >= req.k:

@@ -127,20 +127,28 @@ def search_hits(
     the sent text never exceeds (its last line has no newline after it)."""
     chosen: list[tuple[SearchHit, str, str, int]] = []
     day_cost: dict[str, int] = {}
+    name_cost: dict[str, int] = {}
     room = budget
     for h in found:
-        if " ".join(h.text.split()) in skip_texts:
+        flat = " ".join(h.text.split())
+        if flat in skip_texts:
             continue
         who = "{{user}}" if h.side == "user" else "{{char}}"
+        name = (names[0] if h.side == "user" else names[1]) or who
         body = annotate(shorten(h.text, max_line_tokens), h.dates)
-        sent = f"{(names[0] if h.side == 'user' else names[1]) or who}: {body}\n"
-        # Every whitespace-separated word is at least one token: most lines that cannot fit in
-        # what is left are known without encoding them.
-        if len(sent.split()) > room:
-            continue
+        if h.tokens >= 0 and body == flat:  # counted when it was indexed (`base.line_tokens`)
+            if name not in name_cost:
+                name_cost[name] = count_tokens(f"{name}:")
+            cost = name_cost[name] + h.tokens
+        else:
+            sent = f"{name}: {body}\n"
+            # Every whitespace-separated word is at least one token: most lines that cannot fit
+            # in what is left are known without encoding them.
+            if len(sent.split()) > room:
+                continue
+            cost = count_tokens(sent)
         day = datetime.fromtimestamp(h.ts, tz).date().isoformat()
         header = 0 if day in day_cost else count_tokens(f"[{day}]\n")
-        cost = count_tokens(sent)
         if cost + header > room:
             continue
         room -= cost + header
