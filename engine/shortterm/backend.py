@@ -18,7 +18,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import ContextManager, Protocol
 
@@ -82,6 +82,14 @@ class _OnDisk:
     """Bytes after the last newline: an append torn by a crash (or in flight in another process)."""
     brain: Brain
     brain_error: str | None
+    _healed: list[WindowMessage] | None = None
+
+    def healed(self) -> list[WindowMessage]:
+        """The messages without those already folded into the summary (see `reconcile`), found
+        once per read of the files: with a long window the search took milliseconds per prompt."""
+        if self._healed is None:
+            self._healed = reconcile(list(self.messages), replace(self.brain)).messages
+        return self._healed
 
 
 class FileBackend:
@@ -121,7 +129,7 @@ class FileBackend:
             disk.brain.historical_summary, disk.brain.last_history_id, disk.brain.summarized_through,
             disk.brain.updated_at,
         )
-        return reconcile(list(disk.messages), brain, tuple(problems), disk.brain_error is None)
+        return reconcile(list(disk.healed()), brain, tuple(problems), disk.brain_error is None, healed=True)
 
     def _read_cached(self, user_id: str, chat_id: str) -> _OnDisk:
         history, brain_file = self.files(user_id, chat_id)

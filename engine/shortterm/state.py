@@ -81,11 +81,14 @@ class Fold:
     """How the summary was written (LLM or offline fallback, and why)."""
 
 
-def reconcile(messages: list[WindowMessage], brain: Brain, problems: tuple[str, ...] = (), brain_ok: bool = True) -> State:
+def reconcile(
+    messages: list[WindowMessage], brain: Brain, problems: tuple[str, ...] = (), brain_ok: bool = True, *,
+    healed: bool = False,
+) -> State:
     """The state as stored, healed in memory: a crash between writing the summary and rewriting the
     window leaves messages already folded into the summary; they are dropped here (the file is
-    rewritten by the next fold, never by a reader)."""
-    if brain.summarized_through is not None:
+    rewritten by the next fold, never by a reader). `healed`: `messages` were healed already."""
+    if brain.summarized_through is not None and not healed:
         ids = [m.id for m in messages]
         if brain.summarized_through in ids:
             messages = messages[ids.index(brain.summarized_through) + 1 :]
