@@ -1,9 +1,11 @@
 """Hybrid ranking of turn halves: candidates from BM25, the vector graph and a time range;
 reciprocal-rank fusion of four signals; context from neighbouring lines; a relevance gate.
 
-Signals per half ("unit"): its vector's cosine, its BM25, its whole turn's cosine and its whole
-turn's BM25 (a question often matches a question and its answer together). Fused by reciprocal
-rank (k=10, see `Tuning.rrf_k`), so no signal's scale matters. A line then gains a share of its
+Signals per half ("unit"): its vector's cosine, its BM25, its whole turn's cosine, its whole
+turn's BM25 (a question often matches a question and its answer together) and its exchange's
+cosine: a user line with the reply before it (a reply to "what did you eat?" says only "ramen"),
+an assistant line with its turn. Fused by reciprocal rank (k=10, see `Tuning.rrf_k`), so no
+signal's scale matters. A line then gains a share of its
 neighbours' scores in the same conversation (an answer right after the matching question), and
 the participant a question names ranks first.
 
@@ -50,9 +52,12 @@ def search(ix: "FileTurnIndex", req: SearchRequest) -> list[SearchHit]:
     vecs = _Units(ix.vectors.take(cand[base]), base)
     has = ix.has_text.view[cand]
     du, dt = np.full((cand.size, 2), -np.inf, np.float32), np.full(cand.size, -np.inf, np.float32)
+    dx = np.full((cand.size, 2), -np.inf, np.float32)
     if vector is not None:
         du[base] = vecs.base[:, :2] @ vector
         dt[base] = vecs.base[:, 2] @ vector
+        dx[base] = _exchange(ix, cand[base], vecs.base, du[base], vector)
+        dx[:, 1] = dt
     halves = np.stack([2 * cand, 2 * cand + 1], axis=1)
     lu = _lookup(lex.units, lex.unit_scores, halves)
     lt = _lookup(lex.turns, lex.turn_scores, cand)
@@ -64,6 +69,7 @@ def search(ix: "FileTurnIndex", req: SearchRequest) -> list[SearchHit]:
         + w[1] * _rrf(lu, k, positive_only=True)
         + w[2] * _rrf(dt, k)[:, None]
         + w[3] * _rrf(lt, k, positive_only=True)[:, None]
+        + w[4] * _rrf(np.where(has, dx, -np.inf), k)
     )
     fused = np.where(has, fused, 0.0)
     nb = _Neighbours(ix, cand)
@@ -149,6 +155,24 @@ class _Neighbours:
                 ok, src = self.pairs(sign * d)
                 out |= ok & flat[src]
         return out.reshape(-1, 2)
+
+
+def _exchange(ix: "FileTurnIndex", rows: np.ndarray, vecs: np.ndarray, du: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """Per row, (cosine of its user line with the reply just before it, -inf): the mean of the two
+    line vectors, from the stored halves (nothing is embedded). A first line of a sitting, or one
+    after an empty reply, is itself."""
+    out = np.full((rows.size, 2), -np.inf, np.float32)
+    out[:, 0] = du[:, 0]
+    order, pos = ix.order()
+    p = pos[rows]
+    prev = order[np.maximum(p - 1, 0)]
+    ok = (p > 0) & (np.abs(ix.ts.view[rows] - ix.ts.view[prev]) <= ix.tuning.session_gap_s)
+    ok &= ix.has_text.view[prev, 1] & ix.has_text.view[rows, 0]
+    if ok.any():
+        u, a = vecs[ok, 0], ix.vectors.take(prev[ok], kind=1)
+        # |u + a| for unit vectors is sqrt(2 + 2 u.a).
+        out[ok, 0] = (du[ok, 0] + a @ vector) / np.sqrt(np.maximum(2 + 2 * np.einsum("ij,ij->i", u, a), 1e-6))
+    return out
 
 
 def _top(scores: np.ndarray, k: int) -> np.ndarray:

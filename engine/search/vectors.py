@@ -80,13 +80,14 @@ class VectorFile:
                 self._map = np.memmap(self.path, dtype=np.float16, mode="r", shape=(self.rows, KINDS, self.dim))
         return self._map
 
-    def take(self, rows: np.ndarray) -> np.ndarray:
-        """(len(rows), 3, dim) float32 for these rows."""
+    def take(self, rows: np.ndarray, kind: int | None = None) -> np.ndarray:
+        """(len(rows), 3, dim) float32 for these rows; (len(rows), dim) of one `kind` only."""
+        shape = (rows.size, KINDS, self.dim) if kind is None else (rows.size, self.dim)
         if rows.size == 0:
-            return np.zeros((0, KINDS, self.dim), dtype=np.float32)
+            return np.zeros(shape, dtype=np.float32)
         order = np.argsort(rows)  # sorted reads are friendlier to the page cache
-        out = np.empty((rows.size, KINDS, self.dim), dtype=np.float32)
-        out[order] = self.matrix()[rows[order]]
+        out = np.empty(shape, dtype=np.float32)
+        out[order] = self.matrix()[rows[order]] if kind is None else self.matrix()[rows[order], kind]
         return out
 
 
