@@ -64,10 +64,15 @@ def main() -> None:
             recent = [m.to_openai() for m in orch.short_term.window("bench")]
             batch = [query_text] + [t for store in orch.stores for t in store.query_texts(message, recent)]
             batch = list(dict.fromkeys(batch))  # a text several stores ask for is embedded once
-            floor = timed(lambda: orch.embedder.embed(batch, role="query"), args.repeat)
+            # Alternated, one of each per round: on a shared host the speed drifts within seconds, and
+            # two blocks timed one after the other compared two different machines.
+            floor, prompt = [], []
+            for _ in range(args.repeat):
+                floor += timed(lambda: orch.embedder.embed(batch, role="query"), 1)
+                prompt += timed(lambda: orch.build_prompt(message, user_id="bench", now=now), 1)
             base = sorted(floor)[len(floor) // 2]
             report(f"  the embedding call alone ({len(batch)} texts) for {message!r}", floor)
-            report(f"build_prompt {message!r}", timed(lambda: orch.build_prompt(message, user_id="bench", now=now), args.repeat), baseline_ms=base)
+            report(f"build_prompt {message!r}", prompt, baseline_ms=base)
             # The engine's own work (everything but the embedding call), from each result's timings:
             # steady even when a busy host makes the embedding itself vary.
             own = [r.timings_ms["total"] - r.timings_ms["embed"]
