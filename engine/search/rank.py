@@ -1,13 +1,13 @@
 """Hybrid ranking of turn halves: candidates from BM25, the vector graph and a time range;
-reciprocal-rank fusion of four signals; context from neighbouring lines; a relevance gate.
+reciprocal-rank fusion of five signals; context from neighbouring lines; a relevance gate.
 
 Signals per half ("unit"): its vector's cosine, its BM25, its whole turn's cosine, its whole
 turn's BM25 (a question often matches a question and its answer together) and its exchange's
 cosine: a user line with the reply before it (a reply to "what did you eat?" says only "ramen"),
 an assistant line with its turn. Fused by reciprocal rank (k=10, see `Tuning.rrf_k`), so no
-signal's scale matters. A line then gains a share of its
-neighbours' scores in the same conversation (an answer right after the matching question), and
-the participant a question names ranks first.
+signal's scale matters. A line then gains a share of its neighbours' scores in the same
+conversation (an answer right after the matching question), and the participant a question names
+ranks first.
 
 The gate keeps unrelated small talk out without one absolute cosine: a line passes it when it
 holds a fifth of the query's content-word IDF (lexical agreement), or its cosine stands well
@@ -56,8 +56,8 @@ def search(ix: "FileTurnIndex", req: SearchRequest) -> list[SearchHit]:
     if vector is not None:
         du[base] = vecs.base[:, :2] @ vector
         dt[base] = vecs.base[:, 2] @ vector
-        dx[base] = _exchange(ix, cand[base], vecs.base, du[base], vector)
-        dx[:, 1] = dt
+        dx[base, 0] = _exchange(ix, cand[base], vecs.base, du[base, 0], vector)
+        dx[:, 1] = dt  # a reply's exchange is its turn
     halves = np.stack([2 * cand, 2 * cand + 1], axis=1)
     lu = _lookup(lex.units, lex.unit_scores, halves)
     lt = _lookup(lex.turns, lex.turn_scores, cand)
@@ -157,12 +157,11 @@ class _Neighbours:
         return out.reshape(-1, 2)
 
 
-def _exchange(ix: "FileTurnIndex", rows: np.ndarray, vecs: np.ndarray, du: np.ndarray, vector: np.ndarray) -> np.ndarray:
-    """Per row, (cosine of its user line with the reply just before it, -inf): the mean of the two
+def _exchange(ix: "FileTurnIndex", rows: np.ndarray, vecs: np.ndarray, du_user: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """Per row, the cosine of its user line with the reply just before it: the mean of the two
     line vectors, from the stored halves (nothing is embedded). A first line of a sitting, or one
     after an empty reply, is itself."""
-    out = np.full((rows.size, 2), -np.inf, np.float32)
-    out[:, 0] = du[:, 0]
+    out = du_user.copy()
     order, pos = ix.order()
     p = pos[rows]
     prev = order[np.maximum(p - 1, 0)]
@@ -171,7 +170,7 @@ def _exchange(ix: "FileTurnIndex", rows: np.ndarray, vecs: np.ndarray, du: np.nd
     if ok.any():
         u, a = vecs[ok, 0], ix.vectors.take(prev[ok], kind=1)
         # |u + a| for unit vectors is sqrt(2 + 2 u.a).
-        out[ok, 0] = (du[ok, 0] + a @ vector) / np.sqrt(np.maximum(2 + 2 * np.einsum("ij,ij->i", u, a), 1e-6))
+        out[ok] = (du_user[ok] + a @ vector) / np.sqrt(np.maximum(2 + 2 * np.einsum("ij,ij->i", u, a), 1e-6))
     return out
 
 

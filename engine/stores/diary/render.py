@@ -79,7 +79,7 @@ class RangeTurns:
 
 def _objects(items) -> np.ndarray:
     out = np.empty(len(items), dtype=object)
-    out[:] = list(items) if not isinstance(items, np.ndarray) else items
+    out[:] = list(items)  # element by element: a str never becomes an array of characters
     return out
 
 
@@ -125,7 +125,7 @@ def search_hits(
     A line is charged what it costs with its newline (a sentence's final "." and the newline are
     often one token), a day its header once; a hit's `tokens` is what its day was charged, which
     the sent text never exceeds (its last line has no newline after it)."""
-    chosen: list[tuple[SearchHit, str, str, int]] = []
+    chosen: list[tuple[SearchHit, str, str]] = []
     day_cost: dict[str, int] = {}
     name_cost: dict[str, int] = {}
     room = budget
@@ -153,16 +153,16 @@ def search_hits(
             continue
         room -= cost + header
         day_cost[day] = day_cost.get(day, 0) + cost + header
-        chosen.append((h, f"{who}: {body}", day, cost))
+        chosen.append((h, f"{who}: {body}", day))
     if not chosen:
         return []
     best = max(h.score for h, *_ in chosen) or 1.0
-    by_day: dict[str, list[tuple[SearchHit, str, str, int]]] = {}
+    by_day: dict[str, list[tuple[SearchHit, str, str]]] = {}
     for item in sorted(chosen, key=lambda it: (it[0].ts, it[0].side != "user")):
         by_day.setdefault(item[2], []).append(item)
     out = []
     for day, items in by_day.items():
-        text = f"[{day}]\n" + "\n".join(line for _, line, _, _ in items)
+        text = f"[{day}]\n" + "\n".join(line for _, line, _ in items)
         top = max(h.score for h, *_ in items)
         whys = sorted({h.why for h, *_ in items})
         out.append(
