@@ -18,7 +18,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ContextManager, Protocol
 
@@ -38,6 +38,8 @@ from engine.shortterm.state import (
     parse_brain,
     parse_line,
     reconcile,
+    state_of,
+    unfolded,
 )
 
 __all__ = [
@@ -85,10 +87,10 @@ class _OnDisk:
     _healed: list[WindowMessage] | None = None
 
     def healed(self) -> list[WindowMessage]:
-        """The messages without those already folded into the summary (see `reconcile`), found
-        once per read of the files: with a long window the search took milliseconds per prompt."""
+        """`unfolded(messages)`, found once per read of the files: with a long window looking for
+        the last folded message took milliseconds per prompt."""
         if self._healed is None:
-            self._healed = reconcile(list(self.messages), replace(self.brain)).messages
+            self._healed = unfolded(self.messages, self.brain)
         return self._healed
 
 
@@ -129,7 +131,7 @@ class FileBackend:
             disk.brain.historical_summary, disk.brain.last_history_id, disk.brain.summarized_through,
             disk.brain.updated_at,
         )
-        return reconcile(list(disk.healed()), brain, tuple(problems), disk.brain_error is None, healed=True)
+        return state_of(list(disk.healed()), brain, tuple(problems), disk.brain_error is None)
 
     def _read_cached(self, user_id: str, chat_id: str) -> _OnDisk:
         history, brain_file = self.files(user_id, chat_id)

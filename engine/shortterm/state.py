@@ -81,17 +81,24 @@ class Fold:
     """How the summary was written (LLM or offline fallback, and why)."""
 
 
-def reconcile(
-    messages: list[WindowMessage], brain: Brain, problems: tuple[str, ...] = (), brain_ok: bool = True, *,
-    healed: bool = False,
-) -> State:
+def reconcile(messages: list[WindowMessage], brain: Brain, problems: tuple[str, ...] = (), brain_ok: bool = True) -> State:
     """The state as stored, healed in memory: a crash between writing the summary and rewriting the
     window leaves messages already folded into the summary; they are dropped here (the file is
-    rewritten by the next fold, never by a reader). `healed`: `messages` were healed already."""
-    if brain.summarized_through is not None and not healed:
+    rewritten by the next fold, never by a reader)."""
+    return state_of(unfolded(messages, brain), brain, problems, brain_ok)
+
+
+def unfolded(messages: list[WindowMessage], brain: Brain) -> list[WindowMessage]:
+    """`messages` without those already folded into the summary (see `reconcile`)."""
+    if brain.summarized_through is not None:
         ids = [m.id for m in messages]
         if brain.summarized_through in ids:
-            messages = messages[ids.index(brain.summarized_through) + 1 :]
+            return messages[ids.index(brain.summarized_through) + 1 :]
+    return messages
+
+
+def state_of(messages: list[WindowMessage], brain: Brain, problems: tuple[str, ...] = (), brain_ok: bool = True) -> State:
+    """The state of a window already without its folded messages (`unfolded`)."""
     if messages:
         brain.last_history_id = messages[-1].id
     return State(messages, brain, problems, brain_ok)
