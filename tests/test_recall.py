@@ -283,11 +283,13 @@ def test_a_half_is_charged_at_index_time_exactly_what_its_line_costs(tmp_path, e
 
 def test_an_index_saved_before_line_costs_were_kept_opens_and_counts_when_shown(tmp_path, embedder):
     import io
+    from datetime import timezone
 
     import numpy as np
 
     from engine.search.base import SearchRequest, TurnDoc
     from engine.search.files import FileTurnIndex
+    from engine.stores.diary.render import search_hits
 
     ix = FileTurnIndex(tmp_path / "ix", embedder)
     ix.add([TurnDoc("t1", 1_700_000_000, "My turtle Shelly loves lettuce.", "Cute!")])
@@ -301,3 +303,12 @@ def test_an_index_saved_before_line_costs_were_kept_opens_and_counts_when_shown(
     assert len(old) == 1 and old.line_tokens.view.tolist() == [[-1, -1]]
     hits = old.search(SearchRequest(text="turtle lettuce", vector=embedder.embed(["turtle lettuce"], role="query")[0]))
     assert hits and hits[0].tokens == -1 and "Shelly" in hits[0].text
+    # Shown, such a line is counted then: the same charge as from an index that kept the cost.
+    fresh = FileTurnIndex(tmp_path / "fresh", embedder)
+    fresh.add([TurnDoc("t1", 1_700_000_000, "My turtle Shelly loves lettuce.", "Cute!")])
+    same = [h for h in fresh.search(SearchRequest(text="turtle lettuce", vector=embedder.embed(["turtle lettuce"], role="query")[0]))
+            if h.side == hits[0].side]
+    assert same and same[0].tokens > 0
+    shown = [search_hits([h], tz=timezone.utc, budget=100, max_line_tokens=200, skip_texts=set(), reason="t",
+                         names=("Amy", "Bot"))[0].tokens for h in (hits[0], same[0])]
+    assert shown[0] == shown[1]

@@ -18,6 +18,8 @@ from typing import Literal, Protocol
 
 import numpy as np
 
+from engine.tokens import count_tokens
+
 Side = Literal["user", "assistant"]
 SIDES: tuple[Side, Side] = ("user", "assistant")
 
@@ -95,8 +97,6 @@ def line_tokens(text: str) -> int:
     `f"{name}: {text}"` followed by a newline costs `count_tokens(f"{name}:")` plus this (the
     tokenizer never joins a word across the space after the colon; a final "." and the newline
     are often one token). 0 for an empty half."""
-    from engine.tokens import count_tokens
-
     flat = " ".join(text.split())
     return count_tokens(f" {flat}\n") if flat else 0
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from datetime import datetime, tzinfo
 
 import numpy as np
@@ -69,8 +70,10 @@ class RangeTurns:
     def ranked(self, score: np.ndarray) -> "RangeTurns":
         return replace(self, score=np.asarray(score, dtype=np.float64))
 
+    @cached_property
     def days(self) -> list[tuple[str, np.ndarray]]:
-        """(day, indices of its turns) in time order."""
+        """(day, indices of its turns) in time order; found once (how many there are decides
+        between raw turns and digests, then the digests group by them)."""
         if not len(self):
             return []
         cut = np.flatnonzero(self.day[1:] != self.day[:-1]) + 1
@@ -250,7 +253,7 @@ def digest_hits(
     """(one hit per day, turns left out, days left out). `digest_for(day, indices of its turns)`
     gives (text, source); days are kept chronologically, the most relevant first when over budget."""
     items = []
-    for day, group in turns.days():
+    for day, group in turns.days:
         text, source = digest_for(day, group)
         label = f"{group.size} 轮" if language == "zh" else f"{group.size} turns"
         line = f"[{day}，{label}] {text}" if language == "zh" else f"[{day}, {label}] {text}"
