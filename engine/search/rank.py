@@ -19,6 +19,7 @@ follow by score (a multi-part question's other parts rarely share its words).
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -250,42 +251,79 @@ def _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, ve
     if ri.size == 0:
         return []
     key = np.lexsort((-score[ri, si], ~(range_mask[ri, si] & strong[ri, si])))
-    hits: list[SearchHit] = []
+    ri, si = ri[key], si[key]
     query_terms = tuple(sorted(content & set(q_terms)))  # the query's words a lexical hit shares
-    # Each unit against the units kept so far (a row that is only a neighbour has no vector read:
-    # it is nobody's near-duplicate).
-    kept = np.zeros((req.k, ix.dim), dtype=np.float32)
-    n_kept = 0
-    for j in key.tolist():
-        r, s = int(ri[j]), int(si[j])
-        v = vecs.one(r, s)
-        if v is not None:
-            if n_kept and float(np.max(kept[:n_kept] @ v)) >= ix.tuning.duplicate_cosine:
-                continue
-            kept[n_kept] = v
-            n_kept += 1
-        row = int(cand[r])
+    dup = _Duplicates(vecs, ri, si, req.k, ix.tuning.duplicate_cosine)
+    # Read as Python numbers once: a hit needs six of them.
+    rows = cand[ri].tolist()
+    ts, tokens = ix.ts.view[cand[ri]].tolist(), ix.line_tokens.view[cand[ri], si].tolist()
+    scores, lexical, dense = score[ri, si].tolist(), lu[ri, si].tolist(), du[ri, si].tolist()
+    in_range, is_core = range_mask[ri, si].tolist(), core[ri, si].tolist()
+    hits: list[SearchHit] = []
+    for j, s in enumerate(si.tolist()):
+        if dup.skip(j):
+            continue
+        row = rows[j]
         texts = ix.record(row)
-        why = "range" if req.only_range else ("words" if lu[r, s] > 0 else "meaning") if core[r, s] else "context"
+        why = "range" if req.only_range else ("words" if lexical[j] > 0 else "meaning") if is_core[j] else "context"
         hits.append(
             SearchHit(
                 turn_id=ix.ids[row],
-                ts=int(ix.ts.view[row]),
+                ts=ts[j],
                 side=SIDES[s],
-                score=float(score[r, s]),
-                lexical=float(lu[r, s]),
-                dense=float(du[r, s]) if np.isfinite(du[r, s]) else 0.0,
-                terms=query_terms if lu[r, s] > 0 else (),
+                score=scores[j],
+                lexical=lexical[j],
+                dense=dense[j] if math.isfinite(dense[j]) else 0.0,
+                terms=query_terms if lexical[j] > 0 else (),
                 why=why,
-                in_range=bool(range_mask[r, s]),
+                in_range=in_range[j],
                 text=texts[s],
                 dates=texts[2],
-                tokens=int(ix.line_tokens.view[row, s]),
+                tokens=tokens[j],
             )
         )
         if len(hits) >= req.k:
             break
     return hits
+
+
+class _Duplicates:
+    """Which units, taken in rank order, are near-duplicates of one taken before them. A unit
+    that is only a neighbour has no vector read: it is nobody's near-duplicate."""
+
+    def __init__(self, vecs: "_Units", ri: np.ndarray, si: np.ndarray, k: int, cosine: float) -> None:
+        # The units likely to be taken are compared all at once (one matrix product); past them
+        # (when many were duplicates) each unit is compared with the kept ones as it comes.
+        self.head = min(ri.size, k + k // 4)
+        self.vecs, self.ri, self.si, self.cosine = vecs, ri, si, cosine
+        at = vecs.at(ri[: self.head], si[: self.head])
+        self.at = at.tolist()
+        with_vec = np.flatnonzero(at >= 0)
+        v = vecs.flat[at[with_vec]]
+        close = np.triu(v @ v.T >= cosine, 1)
+        self.before: dict[int, list[int]] = {}
+        for i, j in zip(*(with_vec[x].tolist() for x in np.nonzero(close))):
+            self.before.setdefault(j, []).append(i)
+        self.kept: set[int] = set()
+        self.kept_at: list[int] = []
+
+    def skip(self, j: int) -> bool:
+        """Whether unit `j` repeats a kept one; if not, it is kept (call in rank order)."""
+        if j < self.head:
+            at = self.at[j]
+            if at < 0:
+                return False
+            if any(i in self.kept for i in self.before.get(j, ())):
+                return True
+        else:
+            at = int(self.vecs.at(self.ri[j : j + 1], self.si[j : j + 1])[0])
+            if at < 0:
+                return False
+            if self.kept_at and float(np.max(self.vecs.flat[self.kept_at] @ self.vecs.flat[at])) >= self.cosine:
+                return True
+        self.kept.add(j)
+        self.kept_at.append(at)
+        return False
 
 
 class _Units:
@@ -295,10 +333,12 @@ class _Units:
     def __init__(self, base_vectors: np.ndarray, base: np.ndarray) -> None:
         self.base = base_vectors
         """(rows in `base`, 3, dim): user half, assistant half, whole turn."""
+        self.flat = base_vectors.reshape(-1, base_vectors.shape[-1])
+        """Every vector, the three of a row together: row `at`'s half `side` is `flat[3 * at + side]`."""
         self._at = np.full(base.size, -1, dtype=np.int64)
         self._at[base] = np.arange(int(base.sum()))
 
-    def one(self, row: int, side: int) -> np.ndarray | None:
-        """The vector of half `side` of candidate row `row`; None for a neighbour-only row."""
-        at = int(self._at[row])
-        return None if at < 0 else self.base[at, side]
+    def at(self, rows: np.ndarray, sides: np.ndarray) -> np.ndarray:
+        """Per (candidate row, side): its index in `flat`, or -1 for a neighbour-only row."""
+        at = self._at[rows]
+        return np.where(at >= 0, 3 * at + sides, -1)

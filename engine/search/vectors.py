@@ -15,7 +15,9 @@ a library must not change the process).
 
 from __future__ import annotations
 
+import json
 import logging
+import mmap
 import os
 from pathlib import Path
 
@@ -99,7 +101,7 @@ class TextFile:
         self.path = path
         self.ends = np.zeros(0, dtype=np.int64)
         self._pending: list[int] = []
-        self._map: np.ndarray | None = None
+        self._map: mmap.mmap | None = None
 
     @property
     def rows(self) -> int:
@@ -121,17 +123,17 @@ class TextFile:
             return False
         if size != need:
             os.truncate(self.path, need)
-        self.ends, self._pending, self._map = np.asarray(ends, dtype=np.int64), [], None
+        self._unmap()
+        self.ends, self._pending = np.asarray(ends, dtype=np.int64), []
         return True
 
     def reset(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._unmap()
         self.path.write_bytes(b"")
-        self.ends, self._pending, self._map = np.zeros(0, dtype=np.int64), [], None
+        self.ends, self._pending = np.zeros(0, dtype=np.int64), []
 
     def append(self, records: list[list]) -> None:
-        import json
-
         end = int(self._pending[-1]) if self._pending else (int(self.ends[-1]) if self.ends.size else 0)
         blobs = []
         for rec in records:
@@ -142,16 +144,25 @@ class TextFile:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "ab") as f:
             f.write(b"".join(blobs))
-        self._map = None
 
     def get(self, row: int) -> list:
-        import json
-
         ends = self._all_ends()
-        if self._map is None or self._map.size < int(ends[-1]):
-            self._map = np.memmap(self.path, dtype=np.uint8, mode="r") if ends[-1] else np.zeros(0, np.uint8)
+        end = int(ends[row])
+        if self._map is None or len(self._map) < end:
+            # A plain mmap: slicing it gives bytes at once (a numpy memmap makes a view object per
+            # slice, a third of a search's cost of showing its ~80 lines).
+            self._unmap()
+            with open(self.path, "rb") as f:
+                self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         start = int(ends[row - 1]) if row else 0
-        return json.loads(bytes(self._map[start : int(ends[row])]).decode("utf-8"))
+        return json.loads(self._map[start:end])
+
+    def _unmap(self) -> None:
+        # Slices of the map are copies, so nothing refers to it: close it now rather than at
+        # garbage collection (an open mapping keeps Windows from truncating the file).
+        if self._map is not None:
+            self._map.close()
+            self._map = None
 
     def all_ends(self) -> np.ndarray:
         return self._all_ends()
