@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from datetime import datetime, tzinfo
 
 import numpy as np
@@ -110,6 +110,12 @@ def turn_text(entry: DiaryEntry, tz: tzinfo, *, max_tokens: int) -> str:
     return f"[{entry.at.astimezone(tz):%Y-%m-%d %H:%M}] {{{{user}}}}: {user} / {{{{char}}}}: {reply}"
 
 
+@lru_cache(maxsize=4096)
+def header_tokens(day: str) -> int:
+    """What a day's header line costs; the days a diary's lines come from recur in every prompt."""
+    return count_tokens(f"[{day}]\n")
+
+
 def search_hits(
     found: Sequence[SearchHit],
     *,
@@ -151,7 +157,7 @@ def search_hits(
                 continue
             cost = count_tokens(sent)
         day = datetime.fromtimestamp(h.ts, tz).date().isoformat()
-        header = 0 if day in day_cost else count_tokens(f"[{day}]\n")
+        header = 0 if day in day_cost else header_tokens(day)
         if cost + header > room:
             continue
         room -= cost + header
