@@ -312,3 +312,51 @@ def test_an_index_saved_before_line_costs_were_kept_opens_and_counts_when_shown(
     shown = [search_hits([h], tz=timezone.utc, budget=100, max_line_tokens=200, skip_texts=set(), reason="t",
                          names=("Amy", "Bot"))[0].tokens for h in (hits[0], same[0])]
     assert shown[0] == shown[1]
+
+
+def _record_eval_conversation(orch, sample: dict, user: str) -> datetime:
+    """Record one conversation of bench/zh_eval (speaker_a's line, then speaker_b's reply) at
+    its real times; returns the day after its last session."""
+    conv, tz = sample["conversation"], ZoneInfo(sample["timezone"])
+    n, last = 1, None
+    while f"session_{n}" in conv:
+        stamp = conv[f"session_{n}_date_time"].replace(" on ", " ")
+        last = datetime.strptime(stamp, "%I:%M %p %d %B, %Y").replace(tzinfo=tz)
+        lines = conv[f"session_{n}"]
+        for i in range(0, len(lines), 2):
+            reply = lines[i + 1]["text"] if i + 1 < len(lines) and lines[i + 1]["speaker"] != conv["speaker_a"] else ""
+            orch.record_turn(lines[i]["text"], reply, user_id=user, at=last + timedelta(minutes=i))
+        n += 1
+    assert orch.flush(600) and not orch.background_errors
+    return last + timedelta(days=1)
+
+
+@pytest.fixture(scope="module")
+def tea_house(tmp_path_factory, embedder):
+    """A real three-session Chinese conversation (bench/zh_eval, zh-01), about 70 turns."""
+    import json
+
+    data_dir = tmp_path_factory.mktemp("tea_house")
+    copy_demo(data_dir)
+    cached = CachedEmbedder(embedder, data_dir / "vectors.sqlite3")
+    orch = MemoryOrchestrator.from_config("xiaoyue", config=diary_only_config(data_dir), embedder=cached)
+    sample = json.loads((ROOT / "bench/zh_eval/zh_eval.json").read_text(encoding="utf-8"))[0]
+    now = _record_eval_conversation(orch, sample, "lin")
+    yield orch, now
+    orch.close()
+
+
+@pytest.mark.parametrize("message", ["How's it going?", "Really?", "Sure, sounds good", "今天天气真好", "晚安"])
+def test_small_talk_in_another_language_does_not_open_the_search_gate(tea_house, message):
+    """A short line ("真的吗？", "好的") is close in meaning to a short message, and its cosine
+    used to be measured against the spread of whole turns' cosines, where it stood out for any
+    small talk; only a turn's cosine is compared with the turns' now."""
+    orch, now = tea_house
+    result = orch.build_prompt(message, user_id="lin", now=now)
+    assert [h.text for h in result.hits if h.store == "diary"] == []
+
+
+def test_a_question_about_the_conversation_still_finds_it(tea_house):
+    orch, now = tea_house
+    result = orch.build_prompt("茶馆里的那只猫叫什么名字？", user_id="lin", now=now)
+    assert "阿黄" in "\n".join(h.text for h in result.hits if h.store == "diary")

@@ -164,7 +164,7 @@ class Tuning:
     agree: float = 0.2
     """Lexical agreement: a line (or its turn) holding at least this share of the query's content-word IDF."""
     dense_z: float = 3.0
-    """Meaning alone: a cosine this many standard deviations above the query's top candidates."""
+    """Meaning alone: a turn's cosine this many standard deviations above the query's top turns'."""
     dense_min_std: float = 0.015
     """Floor of that standard deviation (cosines of one embedder; e5 spreads its top ~0.02-0.03)."""
     gate_bonus: float = 0.15

@@ -83,7 +83,7 @@ def search(ix: "FileTurnIndex", req: SearchRequest) -> list[SearchHit]:
     if req.only_range:
         core = has.copy()
     else:
-        core = _eligible(lex.query_idf, agree_u, du, dt, dense_sims, has, t, bool(content))
+        core = _eligible(lex.query_idf, agree_u, dt, dense_sims, has, t, bool(content))
     strong = (core | nb.near(core, len(t.context))) & has
     eligible = has & bool(core.any()) if t.gate == "query" else strong
     range_mask = np.isin(cand, in_range)[:, None] & np.ones((1, 2), dtype=bool) if in_range.size else np.zeros_like(has)
@@ -230,7 +230,12 @@ def _rrf(scores: np.ndarray, k: int, *, positive_only: bool = False) -> np.ndarr
     return out.reshape(scores.shape)
 
 
-def _eligible(query_idf, agree_u, du, dt, dense_sims, has, t, has_content: bool) -> np.ndarray:
+def _eligible(query_idf, agree_u, dt, dense_sims, has, t, has_content: bool) -> np.ndarray:
+    """Lines past the gate: a line (or its turn) holding enough of the query's content words, or a
+    turn whose cosine stands out among the query's top turns (`dense_sims`, whole-turn cosines).
+    A half's own cosine is not compared with them: a short line ("真的吗？", "好的") is closer to a
+    short message than any whole turn, so against the turns' spread it stood out for any small
+    talk (bench_unrelated: English small talk opened the gate on every Chinese diary)."""
     if not has_content or query_idf <= 0:
         return np.zeros(has.shape, dtype=bool)
     turn_agree = np.minimum(agree_u.sum(axis=1), query_idf)
@@ -240,7 +245,7 @@ def _eligible(query_idf, agree_u, du, dt, dense_sims, has, t, has_content: bool)
         # A floor on the spread: in a diary of near-identical lines the spread is tiny and any
         # small difference would look like an outlier.
         mean, std = float(dense_sims.mean()), max(float(dense_sims.std()), t.dense_min_std)
-        dense = ((du - mean) / std >= t.dense_z) | ((dt - mean) / std >= t.dense_z)[:, None]
+        dense = np.repeat(((dt - mean) / std >= t.dense_z)[:, None], 2, axis=1)
     return (lexical | dense) & has
 
 
