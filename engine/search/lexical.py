@@ -180,9 +180,8 @@ class Bm25:
             tidf = math.log(1 + (n_turns - tdf + 0.5) / (tdf + 0.5))
             parts_t.append(turns)
             parts_ts.append(tidf * ttf * (K1 + 1) / (ttf + K1 * (1 - B + B * tlen / avg_turn)))
-        units, unit_scores = _sum_by_key(parts_u, parts_s)
-        _, unit_idf = _sum_by_key(parts_u, parts_i)
-        turns, turn_scores = _sum_by_key(parts_t, parts_ts)
+        units, (unit_scores, unit_idf) = _sum_by_key(parts_u, parts_s, parts_i)
+        turns, (turn_scores,) = _sum_by_key(parts_t, parts_ts)
         return LexicalScores(units, unit_scores, unit_idf, turns, turn_scores, query_idf, idf_of)
 
     # -- persistence ----------------------------------------------------------------------------
@@ -216,10 +215,10 @@ class Bm25:
         return self
 
 
-def _sum_by_key(keys: list[np.ndarray], values: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def _sum_by_key(keys: list[np.ndarray], *values: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The distinct keys, sorted, and per list of `values` the sum of each key's values (the keys
+    are found once for all of them)."""
     if not keys:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-    k = np.concatenate(keys)
-    v = np.concatenate(values)
-    uniq, inv = np.unique(k, return_inverse=True)
-    return uniq.astype(np.int64), np.bincount(inv, weights=v).astype(np.float32)
+        return np.zeros(0, dtype=np.int64), [np.zeros(0, dtype=np.float32) for _ in values]
+    uniq, inv = np.unique(np.concatenate(keys), return_inverse=True)
+    return uniq.astype(np.int64), [np.bincount(inv, weights=np.concatenate(v)).astype(np.float32) for v in values]

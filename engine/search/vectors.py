@@ -15,6 +15,7 @@ a library must not change the process).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import mmap
@@ -84,13 +85,29 @@ class VectorFile:
 
     def take(self, rows: np.ndarray, kind: int | None = None) -> np.ndarray:
         """(len(rows), 3, dim) float32 for these rows; (len(rows), dim) of one `kind` only."""
-        shape = (rows.size, KINDS, self.dim) if kind is None else (rows.size, self.dim)
         if rows.size == 0:
+            shape = (0, KINDS, self.dim) if kind is None else (0, self.dim)
             return np.zeros(shape, dtype=np.float32)
+        matrix = self.matrix()
+        if rows.size < 2 or bool(np.all(rows[1:] >= rows[:-1])):
+            return _float32(matrix[rows] if kind is None else matrix[rows, kind])
         order = np.argsort(rows)  # sorted reads are friendlier to the page cache
-        out = np.empty(shape, dtype=np.float32)
-        out[order] = self.matrix()[rows[order]] if kind is None else self.matrix()[rows[order], kind]
+        got = _float32(matrix[rows[order]] if kind is None else matrix[rows[order], kind])
+        out = np.empty_like(got)
+        out[order] = got
         return out
+
+
+@functools.cache
+def _half_table() -> np.ndarray:
+    """Every float16 bit pattern's float32 value (256 KB)."""
+    return np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
+
+
+def _float32(halves: np.ndarray) -> np.ndarray:
+    """float16 -> float32, exactly numpy's conversion, by table lookup: numpy's own cast runs
+    ~1.8 ns per number here and a search converts ~300,000 (0.5 -> 0.28 ms)."""
+    return np.take(_half_table(), np.ascontiguousarray(halves).view(np.uint16))
 
 
 class TextFile:

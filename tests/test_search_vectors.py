@@ -1,0 +1,44 @@
+"""The turn-vector file and the row-text file of the search index, on real files: what is read
+back is what was written, in the order asked, whatever that order."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.search.vectors import KINDS, TextFile, VectorFile
+
+
+@pytest.fixture
+def vectors(tmp_path):
+    rng = np.random.default_rng(7)
+    data = rng.standard_normal((50, KINDS, 8)).astype(np.float16)
+    data[3, 0, :4] = [0.0, -0.0, np.inf, 6.1e-5]  # zero, signed zero, infinity, a subnormal-range value
+    vf = VectorFile(tmp_path / "vectors.f16", dim=8)
+    vf.reset()
+    vf.append(data[:20])
+    vf.append(data[20:])
+    return vf, data
+
+
+@pytest.mark.parametrize("rows", [[3], [0, 1, 2, 49], [49, 3, 17, 0], [5, 5, 2], []])
+@pytest.mark.parametrize("kind", [None, 0, 1, 2])
+def test_vectors_come_back_as_written_in_the_order_asked(vectors, rows, kind):
+    vf, data = vectors
+    rows = np.array(rows, dtype=np.int64)
+    want = data[rows] if kind is None else data[rows, kind]
+    got = vf.take(rows, kind=kind)
+    assert got.dtype == np.float32
+    assert got.shape == (want.shape if rows.size else ((0, KINDS, 8) if kind is None else (0, 8)))
+    assert np.array_equal(got, want.astype(np.float32))
+
+
+def test_row_texts_come_back_as_written_after_more_are_appended(tmp_path):
+    tf = TextFile(tmp_path / "texts.jsonl")
+    tf.reset()
+    tf.append([["你好", "早上好", []], ["", "reply only", [["yesterday", "2023-05-07"]]]])
+    assert tf.get(1) == ["", "reply only", [["yesterday", "2023-05-07"]]]
+    tf.append([["第三行 ✓", "", []]])  # the file grew after it was mapped
+    assert [tf.get(r) for r in (2, 0)] == [["第三行 ✓", "", []], ["你好", "早上好", []]]
+    again = TextFile(tmp_path / "texts.jsonl")
+    assert again.open(tf.all_ends()) and again.get(2) == ["第三行 ✓", "", []]
