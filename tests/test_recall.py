@@ -360,3 +360,28 @@ def test_a_question_about_the_conversation_still_finds_it(tea_house):
     orch, now = tea_house
     result = orch.build_prompt("茶馆里的那只猫叫什么名字？", user_id="lin", now=now)
     assert "阿黄" in "\n".join(h.text for h in result.hits if h.store == "diary")
+
+
+@pytest.mark.parametrize("k", [2, 4, 12])
+def test_near_duplicates_are_skipped_past_the_first_units_compared_at_once(tmp_path, embedder, k):
+    """The first k + k/4 ranked lines are compared with each other at once, later ones one by one:
+    with a line said on 30 days and a small k, the search must go far past that head and still
+    return the line once and then the other matching lines, each once."""
+    from engine.search.base import SearchRequest, TurnDoc
+    from engine.search.files import FileTurnIndex
+
+    ix = FileTurnIndex(tmp_path / "ix", embedder)
+    day = 86_400
+    same = [TurnDoc(f"s{i}", 1_700_000_000 + i * day, "I fed my turtle Shelly her lettuce.", "") for i in range(30)]
+    other = [
+        TurnDoc(f"o{i}", 1_700_000_000 + (40 + i) * day, text, "")
+        for i, text in enumerate(["Shelly the turtle hid in her shell.", "My turtle Shelly likes warm water.",
+                                  "Shelly bit the lettuce leaf in half.", "The turtle tank needs a new filter."])
+    ]
+    ix.add(same + other)
+    query = "my turtle Shelly and lettuce"  # every word is in the repeated line: its 30 copies rank first
+    vector = embedder.embed([query], role="query")[0]
+    found = ix.search(SearchRequest(text=query, vector=vector, k=k))
+    texts = [h.text for h in found if h.side == "user"]
+    assert texts.count("I fed my turtle Shelly her lettuce.") == 1, texts
+    assert len(texts) == len(set(texts)) == min(k, 5), texts
