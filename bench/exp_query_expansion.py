@@ -98,8 +98,7 @@ def main() -> None:
 
         def open_orch(data, sample):
             orch = opened(data, sample)
-            for reader in (orch._reader,):
-                reader.config = reader.config.model_copy(update={"store_timeout_s": 600.0})
+            orch._reader.config = orch._reader.config.model_copy(update={"store_timeout_s": 600.0})
             return orch
 
         bench_recall.open_orch = open_orch

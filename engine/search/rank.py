@@ -10,8 +10,8 @@ conversation (an answer right after the matching question), and the participant 
 ranks first.
 
 The gate keeps unrelated small talk out without one absolute cosine: a line passes it when it
-holds a fifth of the query's content-word IDF (lexical agreement), or its cosine stands well
-above the query's own top candidates (a margin over its score distribution), or it is next to
+holds a fifth of the query's content-word IDF (lexical agreement), or its turn's cosine stands
+well above the query's own top turns' (a margin over its score distribution), or it is next to
 such a line. A query none of whose lines pass finds nothing ("How are you?", "晚安") but the lines
 of a time range it asks about; otherwise lines past the gate gain a bonus, and the rest may
 follow by score (a multi-part question's other parts rarely share its words).
@@ -240,13 +240,12 @@ def _eligible(query_idf, agree_u, dt, dense_sims, has, t, has_content: bool) -> 
         return np.zeros(has.shape, dtype=bool)
     turn_agree = np.minimum(agree_u.sum(axis=1), query_idf)
     lexical = (agree_u >= t.agree * query_idf) | (turn_agree >= t.agree * query_idf)[:, None]
-    dense = np.zeros(has.shape, dtype=bool)
-    if dense_sims.size >= 10:
-        # A floor on the spread: in a diary of near-identical lines the spread is tiny and any
-        # small difference would look like an outlier.
-        mean, std = float(dense_sims.mean()), max(float(dense_sims.std()), t.dense_min_std)
-        dense = np.repeat(((dt - mean) / std >= t.dense_z)[:, None], 2, axis=1)
-    return (lexical | dense) & has
+    if dense_sims.size < 10:
+        return lexical & has
+    # A floor on the spread: in a diary of near-identical lines the spread is tiny and any small
+    # difference would look like an outlier.
+    mean, std = float(dense_sims.mean()), max(float(dense_sims.std()), t.dense_min_std)
+    return (lexical | ((dt - mean) / std >= t.dense_z)[:, None]) & has
 
 
 def _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, vecs, q_terms, content) -> list[SearchHit]:
@@ -260,8 +259,8 @@ def _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, ve
     query_terms = tuple(sorted(content & set(q_terms)))  # the query's words a lexical hit shares
     dup = _Duplicates(vecs, ri, si, req.k, ix.tuning.duplicate_cosine)
     # Read as Python numbers once: a hit needs six of them.
-    rows = cand[ri].tolist()
-    ts, tokens = ix.ts.view[cand[ri]].tolist(), ix.line_tokens.view[cand[ri], si].tolist()
+    row_of = cand[ri]
+    rows, ts, tokens = row_of.tolist(), ix.ts.view[row_of].tolist(), ix.line_tokens.view[row_of, si].tolist()
     scores, lexical, dense = score[ri, si].tolist(), lu[ri, si].tolist(), du[ri, si].tolist()
     in_range, is_core = range_mask[ri, si].tolist(), core[ri, si].tolist()
     hits: list[SearchHit] = []
@@ -299,11 +298,10 @@ class _Duplicates:
     def __init__(self, vecs: "_Units", ri: np.ndarray, si: np.ndarray, k: int, cosine: float) -> None:
         # The units likely to be taken are compared all at once (one matrix product); past them
         # (when many were duplicates) each unit is compared with the kept ones as it comes.
+        at = vecs.at(ri, si)
+        self.at, self.flat, self.cosine = at.tolist(), vecs.flat, cosine
         self.head = min(ri.size, k + k // 4)
-        self.vecs, self.ri, self.si, self.cosine = vecs, ri, si, cosine
-        at = vecs.at(ri[: self.head], si[: self.head])
-        self.at = at.tolist()
-        with_vec = np.flatnonzero(at >= 0)
+        with_vec = np.flatnonzero(at[: self.head] >= 0)
         v = vecs.flat[at[with_vec]]
         close = np.triu(v @ v.T >= cosine, 1)
         self.before: dict[int, list[int]] = {}
@@ -314,18 +312,14 @@ class _Duplicates:
 
     def skip(self, j: int) -> bool:
         """Whether unit `j` repeats a kept one; if not, it is kept (call in rank order)."""
+        at = self.at[j]
+        if at < 0:
+            return False
         if j < self.head:
-            at = self.at[j]
-            if at < 0:
-                return False
             if any(i in self.kept for i in self.before.get(j, ())):
                 return True
-        else:
-            at = int(self.vecs.at(self.ri[j : j + 1], self.si[j : j + 1])[0])
-            if at < 0:
-                return False
-            if self.kept_at and float(np.max(self.vecs.flat[self.kept_at] @ self.vecs.flat[at])) >= self.cosine:
-                return True
+        elif self.kept_at and float(np.max(self.flat[self.kept_at] @ self.flat[at])) >= self.cosine:
+            return True
         self.kept.add(j)
         self.kept_at.append(at)
         return False

@@ -19,6 +19,7 @@ import logging
 import os
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import ContextManager, Protocol
 
@@ -84,14 +85,12 @@ class _OnDisk:
     """Bytes after the last newline: an append torn by a crash (or in flight in another process)."""
     brain: Brain
     brain_error: str | None
-    _healed: list[WindowMessage] | None = None
 
+    @cached_property
     def healed(self) -> list[WindowMessage]:
         """`unfolded(messages)`, found once per read of the files: with a long window looking for
-        the last folded message took milliseconds per prompt."""
-        if self._healed is None:
-            self._healed = unfolded(self.messages, self.brain)
-        return self._healed
+        the last folded message took milliseconds per prompt. Shared: copy before changing it."""
+        return unfolded(self.messages, self.brain)
 
 
 class FileBackend:
@@ -131,7 +130,7 @@ class FileBackend:
             disk.brain.historical_summary, disk.brain.last_history_id, disk.brain.summarized_through,
             disk.brain.updated_at,
         )
-        return state_of(list(disk.healed()), brain, tuple(problems), disk.brain_error is None)
+        return state_of(list(disk.healed), brain, tuple(problems), disk.brain_error is None)
 
     def _read_cached(self, user_id: str, chat_id: str) -> _OnDisk:
         history, brain_file = self.files(user_id, chat_id)
@@ -172,15 +171,15 @@ class FileBackend:
             disk = self._writable(user_id, chat_id)
             if disk.brain_error:
                 raise DataFileError(f"not folding into an unreadable summary: {disk.brain_error}")
-            state = reconcile(list(disk.messages), disk.brain)
-            if (state.brain.historical_summary, state.brain.summarized_through) != (fold.base_summary, fold.base_through):
+            messages = disk.healed
+            if (disk.brain.historical_summary, disk.brain.summarized_through) != (fold.base_summary, fold.base_through):
                 return False
             n = len(fold.evicted_ids)
-            if tuple(m.id for m in state.messages[:n]) != fold.evicted_ids:
+            if tuple(m.id for m in messages[:n]) != fold.evicted_ids:
                 return False
             # Brain first: if we crash before history.yaml is rewritten, load() drops the folded ones.
             atomic_write_text(brain_file, brain_to_yaml(fold.brain))
-            self._rewrite(user_id, chat_id, state.messages[n:])
+            self._rewrite(user_id, chat_id, messages[n:])
         return True
 
     def replace(self, user_id: str, messages: list[WindowMessage], brain: Brain, *, chat_id: str = DEFAULT_CHAT) -> None:

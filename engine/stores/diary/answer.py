@@ -319,8 +319,8 @@ def range_hits(source: DiarySource, how: Answering, cands: RangeTurns, parts: li
 
 def _range_lines(source: DiarySource, how: Answering, cands: RangeTurns, ranges: str, budget: int) -> list[Hit]:
     language, config = how.prompts.language, how.config
-    days = len(cands.days)
-    if len(cands) <= config.digest_over_turns or days == 1:
+    n_days = len(cands.days)
+    if len(cands) <= config.digest_over_turns or n_days == 1:
         hits, left = raw_hits(cands, source.entries, tz=how.tz, budget=budget, max_turn_tokens=config.max_turn_tokens,
                               limit=RAW_CANDIDATES)
         if not left:
@@ -339,8 +339,8 @@ def _range_lines(source: DiarySource, how: Answering, cands: RangeTurns, ranges:
     if left_days:
         more = (f"，另有 {left_days} 天（{left} 轮）限于篇幅未列出" if language == "zh"
                 else f"; {left_days} more days ({left} turns) are left out for length")
-    note = how.prompts.render("diary_digested", range=ranges, total=len(cands), days=days, more=more)
-    reason = f"{len(cands)} turns over {days} days shown as daily digests; {left} turns left out"
+    note = how.prompts.render("diary_digested", range=ranges, total=len(cands), days=n_days, more=more)
+    reason = f"{len(cands)} turns over {n_days} days shown as daily digests; {left} turns left out"
     return hits + [Hit(STORE, note, 1.0, reason, pinned=True, meta={"kind": "omitted", "omitted": left, "total": len(cands)})]
 
 
