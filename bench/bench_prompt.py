@@ -89,7 +89,8 @@ def main() -> None:
 
 
 def write_diary(data: Path, user_id: str, turns: int, *, end: datetime) -> None:
-    """Day files (100 turns a day before `end`) and a search index with synthetic vectors."""
+    """Day files (100 turns a day before `end`) and a search index with synthetic vectors (turns
+and vocabulary terms)."""
     import random
 
     from bench_search import SyntheticEmbedder, sentence
@@ -119,6 +120,7 @@ def write_diary(data: Path, user_id: str, turns: int, *, end: datetime) -> None:
     for a in range(0, turns, 20_000):
         docs = [doc_of(e) for e in entries[a : a + 20_000]]
         index.add(docs, vectors=index.embedder.embed([""] * (3 * len(docs))).reshape(len(docs), 3, -1))
+    index.catch_up_terms()  # the vocabulary's vectors (query expansion), synthetic too
     index.save(force=True)
 
 

@@ -144,6 +144,11 @@ def run_sample(sample: dict, data: Path, stats: dict) -> None:
         orch.flush()
         done.write_text(f"{len(turns)}\n", encoding="utf-8")
     stats["record_s"] += time.perf_counter() - t
+    # A user recorded before term vectors existed gets them in the background at open: finish
+    # them first (what `kioku reindex` does), so every question is asked of the same index.
+    for store in orch.stores:
+        if store.name == "diary" and hasattr(store, "build_search_index"):
+            store.build_search_index(user, progress=False)
     now = turns[-1][0].replace(hour=12, minute=0) + timedelta(days=1)
     text_of = {u["dia_id"]: u["text"] for k in session_keys(conv) for u in conv[k]}
     for q in sample["qa"]:

@@ -69,6 +69,8 @@ def test_the_copy_ranks_as_the_files_index_does(pg, tmp_path):
     mirror = PgSearchMirror(search, embedder, CharacterPaths(tmp_path / "worker" / "mirror"))
     files = FileTurnIndex(tmp_path / "files", embedder)
     files.add([TurnDoc(t.id, int(t.at.timestamp()), t.user, t.assistant) for t in turns])
+    # Term vectors (query expansion) are the copy's own: made in the background as it opens, or now.
+    assert mirror.catch_up("u1") == files.catch_up_terms() == len(files.bm25.names)
     for q in QUERIES:
         for side in (None, "user"):
             request = SearchRequest(text=q, vector=embedder.embed([q])[0], k=10, side=side)
@@ -99,6 +101,8 @@ def test_a_second_worker_sees_adds_edits_and_forgets(pg, tmp_path):
         assert "m2" not in found(mirror, "火锅")
         assert "m3" in found(mirror, "烤鱼") and "m3" not in found(mirror, "香菜")
         assert "m9" in found(mirror, "阿黄")
+        # The new words got their vectors (query expansion) in the background: nothing is left to do.
+        assert mirror.catch_up("u2") == 0
     a.close()
     # A restarted worker reopens its saved copy and only catches up.
     c = PgSearchMirror(search, embedder, CharacterPaths(tmp_path / "a" / "mirror"))

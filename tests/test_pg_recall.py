@@ -68,6 +68,9 @@ def both(tmp_path_factory, embedder, pg_vector_server):  # noqa: F811 - the fixt
             at = datetime(2026, 7, 1, 20, 0, tzinfo=TZ) + timedelta(days=i // 2, minutes=7 * i)
             orch.record_turn(f"{user}（{i}）", reply, user_id="amy", at=at, turn_id=f"t{i:03d}")
         assert orch.flush(300)
+        # Term vectors (query expansion) are each worker's own on Postgres, made in the background
+        # as its copy opens; here both indexes are complete before the first question.
+        orch.store("diary").build_search_index("amy", progress=False)
         orchs.append(orch)
     yield orchs
     for orch in orchs:

@@ -3,6 +3,7 @@
     <cache>/diary/search/meta.npz      rows: ids, times, content digests, live flags; BM25 postings
     <cache>/diary/search/vectors.f16   (rows, 3, dim) float16: user half, assistant half, whole turn
     <cache>/diary/search/graph.faiss   HNSW over the whole-turn vectors
+    <cache>/diary/search/terms.*       a vector per BM25 term, for query expansion (`expand.py`)
 
 No pickle: npz read with allow_pickle=False (the manifest is JSON bytes in it), the graph with
 FAISS's own reader. Anything missing, from another model, or inconsistent is discarded and the
@@ -25,6 +26,7 @@ import numpy as np
 from engine.adapters.embedder import Embedder
 from engine.fileio import atomic_write_bytes
 from engine.search.base import IndexStats, Progress, SearchHit, SearchRequest, Tuning, TurnDoc, line_tokens
+from engine.search.expand import TERM_CHUNK, TermVectors, embed_terms
 from engine.search.grow import Grow
 from engine.search.lexical import Bm25
 from engine.search.text import terms
@@ -46,6 +48,7 @@ class FileTurnIndex:
         self.vectors = VectorFile(self.folder / "vectors.f16", self.dim)
         self.texts = TextFile(self.folder / "texts.jsonl")
         self.graph = TurnGraph(self.dim)
+        self.terms = TermVectors(self.folder, self.dim)
         self._reset_rows()
         self._unsaved = 0
         self._graph_unsaved = 0
@@ -54,6 +57,7 @@ class FileTurnIndex:
             self.vectors.reset()
             self.texts.reset()
             self.graph = TurnGraph(self.dim)
+            self.terms.reset()
 
     # -- state ------------------------------------------------------------------------------------
 
@@ -183,6 +187,30 @@ class FileTurnIndex:
         self._graph_unsaved += len(docs)
         self.version += 1
 
+    def terms_behind(self) -> tuple[int, list[str]]:
+        """(id of the first, names) of the vocabulary's terms that have no vector yet."""
+        first = self.terms.rows
+        return first, self.bm25.names[first:]
+
+    def add_term_vectors(self, first: int, vectors: np.ndarray) -> bool:
+        """Vectors (`expand.embed_terms`) of the terms from id `first` on, embedded by a caller
+        outside its lock; False, and nothing added, when another caller added them first."""
+        if first != self.terms.rows or first + len(vectors) > len(self.bm25.names):
+            return False
+        self.terms.append(vectors)
+        return True
+
+    def catch_up_terms(self, *, limit: int | None = None, progress: Progress | None = None) -> int:
+        """Embed the vocabulary's terms that have no vector yet (at most `limit`); returns how many."""
+        first, names = self.terms_behind()
+        names = names if limit is None else names[:limit]
+        for a in range(0, len(names), TERM_CHUNK):
+            chunk = names[a : a + TERM_CHUNK]
+            self.add_term_vectors(first + a, embed_terms(self.embedder, chunk))
+            if progress is not None:
+                progress(len(chunk))
+        return len(names)
+
     def remove(self, turn_ids: Iterable[str]) -> int:
         n = 0
         for tid in turn_ids:
@@ -249,6 +277,7 @@ class FileTurnIndex:
             if self._graph_unsaved and (force or self._graph_unsaved >= max(500, self.rows // 10)):
                 self.graph.save(self.folder / "graph.faiss")
                 self._graph_unsaved = 0
+            self.terms.save(force=force)
         except OSError as exc:
             log.warning("search: cannot save the index in %s (%s)", self.folder, exc)
 
@@ -316,6 +345,7 @@ class FileTurnIndex:
         if not self.graph.load(self.folder / "graph.faiss") or self.graph.size > rows:
             self.graph = TurnGraph(self.dim)
         self._graph_unsaved = self.graph.catch_up(self.vectors)
+        self.terms.open(len(bm25.names))
         return True
 
     def record(self, row: int) -> tuple[str, str, tuple[tuple[str, str], ...]]:
@@ -330,6 +360,7 @@ class FileTurnIndex:
         self.vectors.reset()
         self.texts.reset()
         self.graph = TurnGraph(self.dim)
+        self.terms.reset()
 
 
 class _Lazy(list):

@@ -60,8 +60,12 @@ class Bm25:
         """term -> id; built on first use after a load (opening stays fast)."""
         if self._vocab is None:
             self._vocab = {t: i for i, t in enumerate(self._names)}
-            self._names = []
         return self._vocab
+
+    @property
+    def names(self) -> list[str]:
+        """id -> term (ids are given in order of first use and never change, not even by a merge)."""
+        return self._names
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -76,6 +80,7 @@ class Bm25:
             tid = self.vocab.get(term)
             if tid is None:
                 tid = self.vocab[term] = len(self.vocab)
+                self._names.append(term)
                 self.df.append(0)
             self._delta.setdefault(tid, []).append((unit, tf))
             self.df.view[tid] += 1
@@ -183,6 +188,37 @@ class Bm25:
         units, (unit_scores, unit_idf) = _sum_by_key(parts_u, parts_s, parts_i)
         turns, (turn_scores,) = _sum_by_key(parts_t, parts_ts)
         return LexicalScores(units, unit_scores, unit_idf, turns, turn_scores, query_idf, idf_of)
+
+    def score_units(self, term_ids: list[int], units: np.ndarray, alive: np.ndarray, version: int = -1) -> np.ndarray:
+        """BM25 of each of `units` (sorted, unique) for a bag of terms given by id: the score
+        `score` gives a unit, for a few hundred units, from the terms' postings all at once (the
+        expansion's terms are mostly rare: their postings are short, the call overhead is not)."""
+        out = np.zeros(units.size, dtype=np.float32)
+        if not term_ids or units.size == 0:
+            return out
+        if version == -1:
+            self._stats = None
+        unit_alive, n_units, avg, _ = self._collection(alive, version)
+        posted, tfs, idfs, sizes = [], [], [], []
+        for tid in term_ids:
+            df = int(self.df.view[tid])
+            u, tf = self._postings(tid) if df else (None, None)
+            if u is None or u.size == 0:
+                continue
+            posted.append(u)
+            tfs.append(tf)
+            idfs.append(math.log(1 + (n_units - df + 0.5) / (df + 0.5)))
+            sizes.append(u.size)
+        if not posted:
+            return out
+        u = np.concatenate(posted)
+        j = np.minimum(np.searchsorted(units, u), units.size - 1)
+        hit = (units[j] == u) & unit_alive[u]
+        u, j = u[hit], j[hit]
+        tf = np.concatenate(tfs)[hit].astype(np.float32)
+        idf = np.repeat(np.array(idfs, dtype=np.float32), sizes)[hit]
+        score = idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * self.length.view[u] / avg))
+        return np.bincount(j, weights=score, minlength=units.size).astype(np.float32)
 
     # -- persistence ----------------------------------------------------------------------------
 

@@ -1,10 +1,11 @@
 """Hybrid ranking of turn halves: candidates from BM25, the vector graph and a time range;
-reciprocal-rank fusion of five signals; context from neighbouring lines; a relevance gate.
+reciprocal-rank fusion of six signals; context from neighbouring lines; a relevance gate.
 
 Signals per half ("unit"): its vector's cosine, its BM25, its whole turn's cosine, its whole
-turn's BM25 (a question often matches a question and its answer together) and its exchange's
+turn's BM25 (a question often matches a question and its answer together), its exchange's
 cosine: a user line with the reply before it (a reply to "what did you eat?" says only "ramen"),
-an assistant line with its turn. Fused by reciprocal rank (k=10, see `Tuning.rrf_k`), so no
+an assistant line with its turn; and its BM25 over the diary's terms nearest the query's vector
+(`expand.py`: "activities" finds "camping" and "pottery"). Fused by reciprocal rank (k=10, see `Tuning.rrf_k`), so no
 signal's scale matters. A line then gains a share of its neighbours' scores in the same
 conversation (an answer right after the matching question), and the participant a question names
 ranks first.
@@ -63,6 +64,7 @@ def search(ix: "FileTurnIndex", req: SearchRequest) -> list[SearchHit]:
     lu = _lookup(lex.units, lex.unit_scores, halves)
     lt = _lookup(lex.turns, lex.turn_scores, cand)
     agree_u = _lookup(lex.units, lex.unit_idf, halves)
+    lx = _expanded(ix, vector, content, halves)
 
     k, w = t.rrf_k, t.weights
     fused = (
@@ -71,6 +73,7 @@ def search(ix: "FileTurnIndex", req: SearchRequest) -> list[SearchHit]:
         + w[2] * _rrf(dt, k)[:, None]
         + w[3] * _rrf(lt, k, positive_only=True)[:, None]
         + w[4] * _rrf(np.where(has, dx, -np.inf), k)
+        + t.expansion_weight * _rrf(lx, k, positive_only=True)
     )
     fused = np.where(has, fused, 0.0)
     nb = _Neighbours(ix, cand)
@@ -93,6 +96,17 @@ def search(ix: "FileTurnIndex", req: SearchRequest) -> list[SearchHit]:
     if score.size:
         score = score + t.gate_bonus * float(score.max()) * (strong | range_mask)
     return _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, vecs, q_terms, content)
+
+
+def _expanded(ix: "FileTurnIndex", vector: np.ndarray | None, content: set[str], halves: np.ndarray) -> np.ndarray:
+    """Per candidate half, its BM25 over the diary's terms nearest the query's vector that the
+    query does not hold itself (0 where none of them occurs)."""
+    m = ix.tuning.expansion_terms
+    if vector is None or m <= 0 or ix.tuning.expansion_weight <= 0:
+        return np.zeros(halves.shape, dtype=np.float32)
+    ids = ix.terms.nearest(vector, ix.bm25.names, content, m)
+    # Candidate rows are sorted and unique, so their halves in row order are too.
+    return ix.bm25.score_units(ids, halves.reshape(-1), ix.alive.view, ix.version).reshape(halves.shape)
 
 
 def _candidates(ix: "FileTurnIndex", req: SearchRequest, lex, dense_rows: np.ndarray, in_range: np.ndarray) -> np.ndarray:

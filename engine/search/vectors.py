@@ -1,5 +1,6 @@
 """Turn vectors: every row's three vectors (user half, assistant half, whole turn) in an
-append-only float16 file, and a FAISS HNSW graph over the whole-turn vectors.
+append-only float16 file, and a FAISS HNSW graph over the whole-turn vectors. The same two pieces
+hold the vocabulary's term vectors (one per row, `engine.search.expand`).
 
 The file is the store: candidates found by the graph (or by BM25, or a time range) are re-scored
 exactly from it, so the graph only has to find candidates. HNSW (M=32, fp16 storage) is chosen
@@ -36,12 +37,13 @@ USER, ASSISTANT, TURN = 0, 1, 2
 
 
 class VectorFile:
-    """(rows, 3, dim) float16, appended to, read through a memory map."""
+    """(rows, kinds, dim) float16, appended to, read through a memory map."""
 
-    def __init__(self, path: Path, dim: int) -> None:
+    def __init__(self, path: Path, dim: int, *, kinds: int = KINDS) -> None:
         self.path = path
         self.dim = dim
-        self._row_bytes = KINDS * dim * 2
+        self.kinds = kinds
+        self._row_bytes = kinds * dim * 2
         self._map: np.ndarray | None = None
         self.rows = 0
 
@@ -67,8 +69,8 @@ class VectorFile:
         self._map = None
 
     def append(self, vectors: np.ndarray) -> None:
-        """Append rows ((n, 3, dim) float); not fsynced: derived data, checked on open."""
-        data = np.ascontiguousarray(vectors, dtype=np.float16).reshape(-1, KINDS, self.dim)
+        """Append rows ((n, kinds, dim) float); not fsynced: derived data, checked on open."""
+        data = np.ascontiguousarray(vectors, dtype=np.float16).reshape(-1, self.kinds, self.dim)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "ab") as f:
             f.write(data.tobytes())
@@ -78,15 +80,15 @@ class VectorFile:
     def matrix(self) -> np.ndarray:
         if self._map is None or self._map.shape[0] != self.rows:
             if self.rows == 0:
-                self._map = np.zeros((0, KINDS, self.dim), dtype=np.float16)
+                self._map = np.zeros((0, self.kinds, self.dim), dtype=np.float16)
             else:
-                self._map = np.memmap(self.path, dtype=np.float16, mode="r", shape=(self.rows, KINDS, self.dim))
+                self._map = np.memmap(self.path, dtype=np.float16, mode="r", shape=(self.rows, self.kinds, self.dim))
         return self._map
 
     def take(self, rows: np.ndarray, kind: int | None = None) -> np.ndarray:
-        """(len(rows), 3, dim) float32 for these rows; (len(rows), dim) of one `kind` only."""
+        """(len(rows), kinds, dim) float32 for these rows; (len(rows), dim) of one `kind` only."""
         if rows.size == 0:
-            shape = (0, KINDS, self.dim) if kind is None else (0, self.dim)
+            shape = (0, self.kinds, self.dim) if kind is None else (0, self.dim)
             return np.zeros(shape, dtype=np.float32)
         matrix = self.matrix()
         if rows.size < 2 or bool(np.all(rows[1:] >= rows[:-1])):
@@ -186,16 +188,19 @@ class TextFile:
 
 
 class TurnGraph:
-    """HNSW over the whole-turn vectors; graph ids are row numbers."""
+    """HNSW over one column of a `VectorFile` (the whole-turn vectors, or the term vectors);
+    graph ids are row numbers."""
 
-    def __init__(self, dim: int) -> None:
+    def __init__(self, dim: int, *, column: int = TURN, m: int = HNSW_M) -> None:
         self.dim = dim
+        self.column = column
+        self.m = m
         self.index = self._new()
 
     def _new(self):
         import faiss
 
-        index = faiss.IndexHNSWSQ(self.dim, faiss.ScalarQuantizer.QT_fp16, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+        index = faiss.IndexHNSWSQ(self.dim, faiss.ScalarQuantizer.QT_fp16, self.m, faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efConstruction = EF_CONSTRUCTION
         return index
 
@@ -216,16 +221,16 @@ class TurnGraph:
         matrix = store.matrix()
         start = self.size
         for a in range(start, store.rows, chunk):
-            self.add(np.asarray(matrix[a : a + chunk, TURN], dtype=np.float32))
+            self.add(np.asarray(matrix[a : a + chunk, self.column], dtype=np.float32))
         return store.rows - start
 
-    def search(self, vector: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, vector: np.ndarray, k: int, *, ef: int = EF_SEARCH) -> tuple[np.ndarray, np.ndarray]:
         """(rows, cosines), best first; at most k."""
         import faiss
 
         if self.size == 0 or k <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        params = faiss.SearchParametersHNSW(efSearch=max(EF_SEARCH, k))
+        params = faiss.SearchParametersHNSW(efSearch=max(ef, k))
         sims, ids = self.index.search(np.asarray(vector, dtype=np.float32).reshape(1, -1), min(k, self.size), params=params)
         keep = ids[0] >= 0
         return ids[0][keep].astype(np.int64), sims[0][keep]

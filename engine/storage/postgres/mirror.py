@@ -37,6 +37,7 @@ from engine.adapters.embedder import Embedder
 from engine.paths import CharacterPaths
 from engine.search.base import SearchHit, SearchRequest, TurnDoc
 from engine.search.claim import FolderClaim
+from engine.search.expand import BackgroundTerms
 from engine.search.files import FileTurnIndex
 from engine.storage.postgres.search import PgTurnSearch
 
@@ -84,8 +85,12 @@ class _Copy:
         # Another worker process on this host with the same data folder keeps its own copy.
         self.claim = FolderClaim(folder, owner_lock=folder.parent / f".lock-{folder.name}")
         self.index = FileTurnIndex(self.claim.path, embedder)
+        self.terms = BackgroundTerms(self.index, self.lock, folder.parent.name)
+        """Term vectors (query expansion) are the copy's own, like its BM25 (the database holds
+        turn vectors only): the words of turns any worker wrote are embedded here, off the search."""
 
     def close(self) -> None:
+        self.terms.stop()
         with self.lock:
             self.index.save(force=True)
             self.claim.release()
@@ -122,10 +127,23 @@ class PgSearchMirror:
                     handed = True
                     return None
             self._catch_up(copy.index, user_id)
+            copy.terms.start()
             return copy.index.search(request)
         finally:
             if not handed:
                 copy.lock.release()
+
+    def catch_up(self, user_id: str) -> int:
+        """Bring this worker's copy of the user up to date now, term vectors included (`reindex`,
+        or a caller that wants every search to see the same index); returns the terms embedded."""
+        copy = self._copy(user_id)
+        copy.terms.wait()  # else both would embed the same terms
+        with copy.lock:  # waits for a background build, if one is running
+            copy.checked = True
+            self._catch_up(copy.index, user_id)
+            done = copy.index.catch_up_terms()
+            copy.index.save(force=True)
+            return done
 
     def _behind(self, index: FileTurnIndex, user_id: str) -> int:
         """Rows changed since the copy's saved `seq` (all of them for a copy of another database)."""
@@ -152,6 +170,7 @@ class PgSearchMirror:
             try:
                 t0 = time.perf_counter()
                 self._catch_up(copy.index, user_id)
+                copy.terms.start()
                 log.info("search copy of %s: %d turns caught up in %.1f s", user_id, len(copy.index),
                          time.perf_counter() - t0)
             except Exception as exc:  # noqa: BLE001 - the next search tries again (SQL meanwhile)

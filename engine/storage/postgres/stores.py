@@ -222,7 +222,8 @@ class PgDiaryStore:
         return found[-1].at.astimezone(self.tz) if found else None
 
     def build_search_index(self, user_id: str, *, progress: bool = True) -> int:
-        """Index the user's turns that lack a search row or vectors; returns how many."""
+        """Index the user's turns that lack a search row or vectors, then bring this worker's
+        copy up to date (term vectors too, which only the copy holds); returns how many turns."""
         done = 0
         while ids := self.index.missing(user_id, limit=256):
             stored = self.turns.get_many(user_id, ids)
@@ -230,6 +231,7 @@ class PgDiaryStore:
             done += len(stored)
             if len(stored) < len(ids):
                 break
+        self.mirror.catch_up(user_id)
         return done
 
     reindex = build_search_index

@@ -26,11 +26,12 @@ import numpy as np
 from engine.adapters.embedder import Embedder, thresholds_for
 from engine.adapters.llm import LLM
 from engine.config import DiaryConfig
-from engine.errors import LLMError
+from engine.errors import EmbedderError, LLMError
 from engine.fileio import append_text_durably
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
 from engine.search.base import SearchRequest
+from engine.search.expand import embed_terms
 from engine.stores.base import Hit, Message, Query, Turn
 from engine.stores.diary.admin import DiarySearchResult, find_entries, find_entry, rewrite_entry
 from engine.stores.diary.answer import Answering, Names, answer, character_names, query_texts
@@ -43,6 +44,10 @@ from engine.stores.diary.userdiary import UserDiary, doc_of
 from engine.stores.diary.writing import write_digest, write_tag
 
 log = logging.getLogger(__name__)
+
+TERMS_PER_TURN = 2048
+"""Most vocabulary terms embedded after one recorded turn (a new turn brings a few; an index made
+before term vectors existed brings its whole vocabulary, caught up over a few turns)."""
 
 
 class DiaryStore:
@@ -120,7 +125,24 @@ class DiaryStore:
             with diary.lock:
                 diary.search.add([doc_of(entry)], vectors=vectors)
                 diary.embed_missing()
+            self._embed_new_terms(diary)
         self._digest_closed_days(diary, entry.local_day(self.tz).isoformat())
+
+    def _embed_new_terms(self, diary: UserDiary) -> None:
+        """Vectors for the search vocabulary's new words (query expansion), embedded outside the
+        lock; at most TERMS_PER_TURN at a time (an index from before term vectors catches up over
+        a few turns). A failure only delays them: the turn is stored and indexed already."""
+        with diary.lock:
+            first, names = diary.search.terms_behind()
+        if not names or diary.terms.running:  # the open's catch-up thread gets there
+            return
+        try:
+            vectors = embed_terms(self.embedder, names[:TERMS_PER_TURN])
+        except EmbedderError as exc:
+            log.warning("diary: embedding new search terms failed (%s); retried with the next turn", exc)
+            return
+        with diary.lock:
+            diary.search.add_term_vectors(first, vectors)
 
     def _index_turns(self, diary: UserDiary, ids: list[str]) -> None:
         have = diary.search.digests()
@@ -292,12 +314,17 @@ class DiaryStore:
         return find_entries(self.user(user_id), turn_ids)
 
     def build_search_index(self, user_id: str, *, progress: bool = True) -> int:
-        """Index the user's turns that lack search vectors (after an import, or an old cache);
-        returns how many were indexed. `kioku reindex` and the MoeChat import call this."""
+        """Index the user's turns that lack search vectors (after an import, or an old cache) and
+        the vocabulary's terms that lack theirs; returns how many turns were indexed. `kioku
+        reindex` and the MoeChat import call this."""
         diary = self.user(user_id)
+        diary.terms.wait()  # the open's catch-up (if any) finishes first: the two would embed the same terms
         with diary.lock:
             diary.refresh(force=True)
-            return diary.reconcile_search(progress=progress)
+            done = diary.reconcile_search(progress=progress)
+            if diary.catch_up_terms(progress=progress):
+                diary.search.save(force=True)
+            return done
 
     def problems(self) -> list[str]:
         """Day files with unreadable items (file:line), per open user."""

@@ -33,6 +33,7 @@ from engine.errors import DataFileError, EmbedderError
 from engine.fileio import append_text_durably, atomic_write_yaml
 from engine.paths import UserPaths
 from engine.search.base import TurnDoc
+from engine.search.expand import BackgroundTerms
 from engine.search.claim import FolderClaim
 from engine.search.files import FileTurnIndex
 from engine.stores.diary.dayfile import DAY_FILE, DayLoad, append_entry, day_file_name, load_day
@@ -81,6 +82,9 @@ class UserDiary:
                 self._in_sync = True  # saved in step with these very day files: nothing to compare
             else:
                 self.reconcile_search()
+            # An index made before term vectors (or cut short): caught up without holding up the open.
+            self.terms = BackgroundTerms(self.search, self.lock, paths.root.name)
+            self.terms.start()
 
     def _search_folder(self, paths: UserPaths):
         """The search index folder this process may write (`FolderClaim`: the shared one, or a
@@ -180,8 +184,25 @@ class UserDiary:
             if bar is not None:
                 bar.close()
             self._in_sync = True
+            self.catch_up_terms(progress=show)
             self.search.save(force=True)
             return done
+
+    def catch_up_terms(self, *, progress: bool = False) -> int:
+        """Embed every vocabulary term of the search index that has no vector yet (query expansion,
+        `engine.search.expand`), with a progress bar when there are many. Returns how many."""
+        with self.lock:
+            behind = len(self.search.terms_behind()[1])
+            bar = None
+            if progress and behind > 500:
+                from tqdm import tqdm
+
+                bar = tqdm(total=behind, desc=f"term vectors {self.dir.parent.name}", unit="term")
+            try:
+                return self.search.catch_up_terms(progress=bar.update if bar else None)
+            finally:
+                if bar is not None:
+                    bar.close()
 
     def _matches(self, name: str, st: os.stat_result) -> bool:
         info = self.index.files.get(name)
@@ -364,6 +385,7 @@ class UserDiary:
         atomic_write_yaml(self.digest_dir / f"{day}.yaml", {"date": day, "turns": turns, "by": by, "digest": text})
 
     def close(self) -> None:
+        self.terms.stop()
         with self.lock:
             if self.index.dirty:
                 self.embed_missing()
