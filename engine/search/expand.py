@@ -34,11 +34,11 @@ log = logging.getLogger(__name__)
 
 TERM_CHUNK = 256
 """Vocabulary terms per embedding call when catching up."""
-GRAPH_M, GRAPH_EF = 16, 64
-"""A lighter graph than the turns' (M 32, ef 128): it is asked for ~20 neighbours, not 100, and
-right after the embedding call has evicted it from the CPU caches (per prompt at 100,000 turns,
-20,000 terms: 0.64 -> 0.36 ms; on LoCoMo's vocabularies ef 64 finds 98-100 % of the exact 22
-nearest)."""
+GRAPH_M = 16
+"""A lighter graph than the turns' (M 32): it is searched right after the embedding call has
+evicted it from the CPU caches, and fewer links are fewer cold reads (per prompt at 100,000 turns,
+20,000 terms: ~0.85 -> ~0.55 ms; ef 64 instead of 128 saved little more and lost multi-hop
+0.703 -> 0.700 on LoCoMo, whose 900-1,250-term vocabularies it does not search exactly)."""
 
 
 class TermVectors:
@@ -88,7 +88,7 @@ class TermVectors:
         """Ids of the `m` content terms nearest `vector`, leaving out those in `skip` (the query's own)."""
         if m <= 0 or self.graph.size == 0:
             return []
-        ids, sims = self.graph.search(vector, m + len(skip) + 4, ef=GRAPH_EF)
+        ids, sims = self.graph.search(vector, m + len(skip) + 4)
         out = [i for i, s in zip(ids.tolist(), sims.tolist()) if s > 0 and i < len(names) and names[i] not in skip]
         return out[:m]
 
