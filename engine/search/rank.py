@@ -21,6 +21,7 @@ follow by score (a multi-part question's other parts rarely share its words).
 from __future__ import annotations
 
 import math
+from concurrent import futures
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -36,13 +37,23 @@ RANGE_EXACT = 5000
 
 
 def search(ix: "FileTurnIndex", req: SearchRequest) -> list[SearchHit]:
-    t = ix.tuning
     if len(ix) == 0:
         return []
-    q_terms = terms(req.text)
     content = set(content_terms(req.text))
-    lex = ix.bm25.score(q_terms, content, ix.alive.view, ix.version)
     vector = None if req.vector is None else np.asarray(req.vector, dtype=np.float32).reshape(-1)
+    near = _start_near_terms(ix, vector, content)
+    try:
+        return _rank(ix, req, vector, content, near)
+    finally:
+        if near is not None:  # it reads the index: done before the caller may let anyone change it
+            futures.wait([near])
+
+
+def _rank(ix: "FileTurnIndex", req: SearchRequest, vector: np.ndarray | None, content: set[str],
+          near: "futures.Future[list[int]] | None") -> list[SearchHit]:
+    t = ix.tuning
+    q_terms = terms(req.text)
+    lex = ix.bm25.score(q_terms, content, ix.alive.view, ix.version)
     in_range = _range_rows(ix, req.start, req.end)
     dense_rows, dense_sims = _dense_candidates(ix, vector, t.candidates)
     cand, base = _candidates(ix, req, lex, dense_rows, in_range)
@@ -64,7 +75,7 @@ def search(ix: "FileTurnIndex", req: SearchRequest) -> list[SearchHit]:
     lu = _lookup(lex.units, lex.unit_scores, halves)
     lt = _lookup(lex.turns, lex.turn_scores, cand)
     agree_u = _lookup(lex.units, lex.unit_idf, halves)
-    lx = _expanded(ix, vector, content, halves)
+    lx = _expanded(ix, near, halves)
 
     k, w = t.rrf_k, t.weights
     fused = (
@@ -98,13 +109,27 @@ def search(ix: "FileTurnIndex", req: SearchRequest) -> list[SearchHit]:
     return _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, vecs, q_terms, content)
 
 
-def _expanded(ix: "FileTurnIndex", vector: np.ndarray | None, content: set[str], halves: np.ndarray) -> np.ndarray:
+_NEAR_TERMS = futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="kioku-near-terms")
+"""The nearest-term lookup of query expansion runs here while the search's own thread scores
+BM25 and the turn graph: FAISS leaves the GIL, and on a cold CPU cache (the embedding call just
+ran) the lookup costs ~0.6 ms at 20,000 terms, most of what expansion would add to a prompt."""
+
+
+def _start_near_terms(ix: "FileTurnIndex", vector: np.ndarray | None, content: set[str]) -> "futures.Future[list[int]] | None":
+    """The diary's terms nearest the query's vector that the query does not hold (`expand.py`), looked up
+    on another thread; None when expansion is off."""
+    t = ix.tuning
+    if vector is None or t.expansion_terms <= 0 or t.expansion_weight <= 0:
+        return None
+    return _NEAR_TERMS.submit(ix.terms.nearest, vector, ix.bm25.names, content, t.expansion_terms)
+
+
+def _expanded(ix: "FileTurnIndex", near: "futures.Future[list[int]] | None", halves: np.ndarray) -> np.ndarray:
     """Per candidate half, its BM25 over the diary's terms nearest the query's vector that the
     query does not hold itself (0 where none of them occurs)."""
-    m = ix.tuning.expansion_terms
-    if vector is None or m <= 0 or ix.tuning.expansion_weight <= 0:
+    if near is None:
         return np.zeros(halves.shape, dtype=np.float32)
-    ids = ix.terms.nearest(vector, ix.bm25.names, content, m)
+    ids = near.result()
     # Candidate rows are sorted and unique, so their halves in row order are too.
     return ix.bm25.score_units(ids, halves.reshape(-1), ix.alive.view, ix.version).reshape(halves.shape)
 
