@@ -15,8 +15,9 @@ Term ids are the BM25 vocabulary's, which only grows (a merge or compaction keep
 the file is append-only and a prefix of it stays right after a crash; anything longer than the
 saved vocabulary is cut back on open. Terms are embedded as passages (their indexed form: English
 words stemmed, as BM25 matches them), never at query time: a term without its vector yet is not
-offered, and the owner catches up (`FileTurnIndex.catch_up_terms`) on the background worker,
-`kioku reindex` and imports (with a progress bar).
+offered. They are made on the diary's background worker after each turn and on a thread when an
+older index opens (`BackgroundTerms`), and all at once by `kioku reindex` and imports
+(`FileTurnIndex.catch_up_terms`, with a progress bar).
 """
 
 from __future__ import annotations
