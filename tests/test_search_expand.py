@@ -177,3 +177,29 @@ def test_expansion_ranks_up_a_line_that_shares_no_word_with_the_question(tmp_pat
 
     assert tent in shown(2.0) and kayak in shown(2.0)
     assert tent not in shown(0.0)  # without expansion the errands crowd it out
+
+
+def test_closing_while_terms_are_caught_up_waits_for_the_embedding_under_way(tmp_path, embedder, monkeypatch):
+    """The orchestrator closes its embedder (and its cache database) after the stores: the term
+    thread must be done with it by then, not fail in the background on a closed database."""
+    import threading
+
+    failures = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: failures.append(args.exc_value))
+    data_dir = tmp_path / "data"
+    copy_demo(data_dir)
+    at = datetime(2026, 5, 1, 20, 0, tzinfo=TZ)
+    with _orchestrator(data_dir, embedder) as orch:
+        for i, line in enumerate(LINES):
+            orch.record_turn(line, "Nice!", user_id="amy", at=at + timedelta(minutes=i), turn_id=f"t{i}")
+        assert orch.flush(300)
+        folder = orch.store("diary").user("amy").search.folder
+    for name in ("terms.f16", "terms.faiss"):
+        (folder / name).unlink()
+    cached = CachedEmbedder(embedder, tmp_path / "fresh-cache.sqlite3")  # misses: it writes to its database
+    with MemoryOrchestrator.from_config("xiaoyue", config=diary_only_config(data_dir), embedder=cached) as orch:
+        terms = orch.store("diary").user("amy").terms
+        assert terms.running  # closed at once, while it embeds
+    still_running = terms.running
+    terms.wait(60)
+    assert failures == [] and not still_running

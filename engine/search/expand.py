@@ -143,11 +143,15 @@ class BackgroundTerms:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def stop(self) -> None:
-        """No more vectors are added once this returns (the owner may then close or delete the
-        index; an embedding under way is dropped)."""
+    def stop(self, timeout: float = 60.0) -> None:
+        """No more vectors are added once this returns, and no embedding is under way (the owner
+        may then close or delete the index, and its embedder be closed: the chunk being embedded,
+        at most TERM_CHUNK terms, is finished and dropped)."""
         with self.lock:
             self._stopped = True
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
 
     def wait(self, timeout: float | None = None) -> bool:
         thread = self._thread
@@ -163,6 +167,9 @@ class BackgroundTerms:
                 pass
         except EmbedderError as exc:  # tried again at the next start
             log.warning("search: embedding terms for %s failed (%s)", self.name, exc)
+            return
+        except Exception as exc:  # noqa: BLE001 - a background thread must not die with a traceback
+            log.warning("search: catching up terms for %s stopped (%s: %s)", self.name, type(exc).__name__, exc)
             return
         with self.lock:
             if not self._stopped:
