@@ -42,3 +42,33 @@ def test_row_texts_come_back_as_written_after_more_are_appended(tmp_path):
     assert [tf.get(r) for r in (2, 0)] == [["第三行 ✓", "", []], ["你好", "早上好", []]]
     again = TextFile(tmp_path / "texts.jsonl")
     assert again.open(tf.all_ends()) and again.get(2) == ["第三行 ✓", "", []]
+
+
+def test_a_rebuilt_index_never_reads_the_graph_file_of_the_one_it_replaced(tmp_path, embedder):
+    """An unusable index is rebuilt from scratch; its old graph file must go with it. Kept, it was
+    read back after the rebuilt rows were saved but before their own graph was (it is written only
+    every 500 rows), and its row numbers pointed at other turns' vectors."""
+    from engine.search.base import TurnDoc
+    from engine.search.files import FileTurnIndex
+
+    rng = np.random.default_rng(7)
+
+    def docs(prefix: str, n: int) -> tuple[list[TurnDoc], np.ndarray]:
+        v = rng.standard_normal((n, KINDS, embedder.dim)).astype(np.float32)
+        v /= np.linalg.norm(v, axis=-1, keepdims=True)
+        return [TurnDoc(f"{prefix}{i}", 1_700_000_000 + i, f"{prefix} {i}", "ok") for i in range(n)], v
+
+    old_docs, old_vectors = docs("old", 10)
+    old = FileTurnIndex(tmp_path / "ix", embedder)
+    old.add(old_docs, vectors=old_vectors)
+    old.save(force=True)
+    assert (tmp_path / "ix" / "graph.faiss").is_file()
+    (tmp_path / "ix" / "meta.npz").write_bytes(b"not an index")  # unusable: rebuilt empty
+    new_docs, new_vectors = docs("new", 12)
+    rebuilt = FileTurnIndex(tmp_path / "ix", embedder)
+    rebuilt.add(new_docs, vectors=new_vectors)
+    rebuilt.save()  # the rows, not yet the graph
+    reopened = FileTurnIndex(tmp_path / "ix", embedder)
+    for row in range(12):
+        rows, _ = reopened.graph.search(new_vectors[row, 2], 1)
+        assert rows.tolist() == [row]

@@ -44,11 +44,9 @@ evicted it from the CPU caches, and fewer links are fewer cold reads (per prompt
 
 class TermVectors:
     def __init__(self, folder: Path, dim: int) -> None:
-        self.folder = folder
         self.dim = dim
         self.file = VectorFile(folder / "terms.f16", dim, kinds=1)
-        self.graph = TurnGraph(dim, column=0, m=GRAPH_M)
-        self._unsaved = 0
+        self.graph = TurnGraph(dim, folder / "terms.faiss", column=0, m=GRAPH_M)
 
     @property
     def rows(self) -> int:
@@ -57,33 +55,19 @@ class TermVectors:
     def open(self, n_terms: int) -> None:
         """Use what the file holds of the first `n_terms` terms (a longer file is cut back; a
         shorter one is caught up by the owner). The graph follows the file."""
-        path = self.file.path
-        size = path.stat().st_size if path.exists() else 0
-        have = min(size // (self.dim * 2), n_terms)
-        if not self.file.open(have):  # pragma: no cover - `have` never exceeds the file
-            self.reset()
-            return
-        if not self.graph.load(self.folder / "terms.faiss") or self.graph.size > have:
-            self.graph = TurnGraph(self.dim, column=0, m=GRAPH_M)
-        self._unsaved = self.graph.catch_up(self.file)
+        size = self.file.path.stat().st_size if self.file.path.exists() else 0
+        self.file.open(min(size // (self.dim * 2), n_terms))
+        self.graph.open(self.file)
 
     def reset(self) -> None:
         self.file.reset()
-        self.graph = TurnGraph(self.dim, column=0, m=GRAPH_M)
-        (self.folder / "terms.faiss").unlink(missing_ok=True)
-        self._unsaved = 0
+        self.graph.reset()
 
     def append(self, vectors: np.ndarray) -> None:
         """Vectors of the next terms, in id order."""
         vectors = np.asarray(vectors, dtype=np.float32).reshape(-1, self.dim)
         self.file.append(vectors[:, None, :])
         self.graph.add(vectors)
-        self._unsaved += len(vectors)
-
-    def save(self, *, force: bool = False) -> None:
-        if self._unsaved and (force or self._unsaved >= max(500, self.rows // 10)):
-            self.graph.save(self.folder / "terms.faiss")
-            self._unsaved = 0
 
     def nearest(self, vector: np.ndarray, names: list[str], skip: set[str], m: int) -> list[int]:
         """Ids of the `m` content terms nearest `vector`, leaving out those in `skip` (the query's own)."""
@@ -173,4 +157,4 @@ class BackgroundTerms:
             return
         with self.lock:
             if not self._stopped:
-                self.index.terms.save(force=True)
+                self.index.terms.graph.save(force=True)

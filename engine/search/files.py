@@ -47,16 +47,15 @@ class FileTurnIndex:
         self.tuning = tuning or Tuning()
         self.vectors = VectorFile(self.folder / "vectors.f16", self.dim)
         self.texts = TextFile(self.folder / "texts.jsonl")
-        self.graph = TurnGraph(self.dim)
+        self.graph = TurnGraph(self.dim, self.folder / "graph.faiss")
         self.terms = TermVectors(self.folder, self.dim)
         self._reset_rows()
         self._unsaved = 0
-        self._graph_unsaved = 0
         if not self._load():
             self._reset_rows()
             self.vectors.reset()
             self.texts.reset()
-            self.graph = TurnGraph(self.dim)
+            self.graph.reset()
             self.terms.reset()
 
     # -- state ------------------------------------------------------------------------------------
@@ -184,7 +183,6 @@ class FileTurnIndex:
                 self._order_ok = False
             self.ts.append(doc.ts)
         self._unsaved += len(docs)
-        self._graph_unsaved += len(docs)
         self.version += 1
 
     def terms_behind(self) -> tuple[int, list[str]]:
@@ -200,10 +198,9 @@ class FileTurnIndex:
         self.terms.append(vectors)
         return True
 
-    def catch_up_terms(self, *, limit: int | None = None, progress: Progress | None = None) -> int:
-        """Embed the vocabulary's terms that have no vector yet (at most `limit`); returns how many."""
+    def catch_up_terms(self, *, progress: Progress | None = None) -> int:
+        """Embed the vocabulary's terms that have no vector yet, now; returns how many."""
         first, names = self.terms_behind()
-        names = names if limit is None else names[:limit]
         for a in range(0, len(names), TERM_CHUNK):
             chunk = names[a : a + TERM_CHUNK]
             self.add_term_vectors(first + a, embed_terms(self.embedder, chunk))
@@ -253,9 +250,9 @@ class FileTurnIndex:
         self.vectors.append(old_vectors)
         self.texts.reset()
         self.texts.append(records)
-        self.graph = TurnGraph(self.dim)
+        self.graph.reset()
         self.graph.catch_up(self.vectors)
-        self._unsaved = self._graph_unsaved = max(1, self.rows)
+        self._unsaved = max(1, self.rows)
         self.save()
 
     # -- reading ----------------------------------------------------------------------------------
@@ -274,10 +271,8 @@ class FileTurnIndex:
             if self._unsaved or force:
                 self._save_meta()
                 self._unsaved = 0
-            if self._graph_unsaved and (force or self._graph_unsaved >= max(500, self.rows // 10)):
-                self.graph.save(self.folder / "graph.faiss")
-                self._graph_unsaved = 0
-            self.terms.save(force=force)
+            self.graph.save(force=force)
+            self.terms.graph.save(force=force)
         except OSError as exc:
             log.warning("search: cannot save the index in %s (%s)", self.folder, exc)
 
@@ -342,9 +337,7 @@ class FileTurnIndex:
         self.bm25 = bm25
         self._order_ok = False
         self.version += 1
-        if not self.graph.load(self.folder / "graph.faiss") or self.graph.size > rows:
-            self.graph = TurnGraph(self.dim)
-        self._graph_unsaved = self.graph.catch_up(self.vectors)
+        self.graph.open(self.vectors)
         self.terms.open(len(bm25.names))
         return True
 
@@ -359,7 +352,7 @@ class FileTurnIndex:
         self._reset_rows()
         self.vectors.reset()
         self.texts.reset()
-        self.graph = TurnGraph(self.dim)
+        self.graph.reset()
         self.terms.reset()
 
 

@@ -188,14 +188,18 @@ class TextFile:
 
 
 class TurnGraph:
-    """HNSW over one column of a `VectorFile` (the whole-turn vectors, or the term vectors);
-    graph ids are row numbers."""
+    """HNSW over one column of a `VectorFile` (the whole-turn vectors, or the term vectors), saved
+    in its own file; graph ids are row numbers. It is written only after enough new rows (it is
+    the big part of an index, and a stale one is caught up from the vector file on open)."""
 
-    def __init__(self, dim: int, *, column: int = TURN, m: int = HNSW_M) -> None:
+    def __init__(self, dim: int, path: Path, *, column: int = TURN, m: int = HNSW_M) -> None:
         self.dim = dim
+        self.path = path
         self.column = column
         self.m = m
         self.index = self._new()
+        self.unsaved = 0
+        """Rows added since the graph was last read or written."""
 
     def _new(self):
         import faiss
@@ -208,13 +212,24 @@ class TurnGraph:
     def size(self) -> int:
         return int(self.index.ntotal)
 
-    def add(self, turn_vectors: np.ndarray) -> None:
-        if len(turn_vectors):
-            self.index.add(np.ascontiguousarray(turn_vectors, dtype=np.float32))
+    def add(self, vectors: np.ndarray) -> None:
+        if len(vectors):
+            self.index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+            self.unsaved += len(vectors)
 
-    def rebuild(self, store: VectorFile, *, chunk: int = 20_000) -> None:
+    def reset(self) -> None:
+        """Empty, and its file deleted (a stale file must not be read as this graph's later)."""
         self.index = self._new()
-        self.catch_up(store, chunk=chunk)
+        self.unsaved = 0
+        self.path.unlink(missing_ok=True)
+
+    def open(self, store: VectorFile) -> None:
+        """The saved graph, caught up with `store` (rebuilt from it when missing, unreadable, or
+        holding more rows than the store)."""
+        if not self._load() or self.size > store.rows:
+            self.index = self._new()
+        self.unsaved = 0
+        self.catch_up(store)
 
     def catch_up(self, store: VectorFile, *, chunk: int = 20_000) -> int:
         """Add the store's rows the graph does not have yet; returns how many."""
@@ -224,33 +239,36 @@ class TurnGraph:
             self.add(np.asarray(matrix[a : a + chunk, self.column], dtype=np.float32))
         return store.rows - start
 
-    def search(self, vector: np.ndarray, k: int, *, ef: int = EF_SEARCH) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, vector: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(rows, cosines), best first; at most k."""
         import faiss
 
         if self.size == 0 or k <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        params = faiss.SearchParametersHNSW(efSearch=max(ef, k))
+        params = faiss.SearchParametersHNSW(efSearch=max(EF_SEARCH, k))
         sims, ids = self.index.search(np.asarray(vector, dtype=np.float32).reshape(1, -1), min(k, self.size), params=params)
         keep = ids[0] >= 0
         return ids[0][keep].astype(np.int64), sims[0][keep]
 
-    def save(self, path: Path) -> None:
+    def save(self, *, force: bool = False) -> None:
+        """Write the graph if rows were added: at once with `force`, else after a tenth more rows
+        (at least 500)."""
         import faiss
 
-        atomic_write_bytes(path, faiss.serialize_index(self.index).tobytes())
+        if self.unsaved and (force or self.unsaved >= max(500, self.size // 10)):
+            atomic_write_bytes(self.path, faiss.serialize_index(self.index).tobytes())
+            self.unsaved = 0
 
-    def load(self, path: Path) -> bool:
-        """Read a saved graph; False when missing or unreadable (the caller rebuilds)."""
+    def _load(self) -> bool:
+        """Read the saved graph; False when missing or unreadable (the caller rebuilds)."""
         import faiss
 
-        if not path.is_file():
+        if not self.path.is_file():
             return False
         try:
-            index = faiss.read_index(str(path))  # straight from the file: no copies
+            index = faiss.read_index(str(self.path))  # straight from the file: no copies
         except (OSError, RuntimeError, ValueError) as exc:
-            if path.exists():
-                log.warning("search: vector graph %s is unreadable (%s); rebuilding it", path, exc)
+            log.warning("search: vector graph %s is unreadable (%s); rebuilding it", self.path, exc)
             return False
         if index.d != self.dim:
             return False
