@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.search.base import SIDES, SearchHit, SearchRequest
-from engine.search.text import content_terms, terms
+from engine.search.text import is_content, terms
 
 if TYPE_CHECKING:
     from engine.search.files import FileTurnIndex
@@ -39,20 +39,20 @@ RANGE_EXACT = 5000
 def search(ix: "FileTurnIndex", req: SearchRequest) -> list[SearchHit]:
     if len(ix) == 0:
         return []
-    content = set(content_terms(req.text))
+    q_terms = terms(req.text)  # segmenting is the costly part: once per search
+    content = {t for t in q_terms if is_content(t)}
     vector = None if req.vector is None else np.asarray(req.vector, dtype=np.float32).reshape(-1)
     near = _start_near_terms(ix, vector, content)
     try:
-        return _rank(ix, req, vector, content, near)
+        return _rank(ix, req, q_terms, content, vector, near)
     finally:
         if near is not None:  # it reads the index: done before the caller may let anyone change it
             futures.wait([near])
 
 
-def _rank(ix: "FileTurnIndex", req: SearchRequest, vector: np.ndarray | None, content: set[str],
+def _rank(ix: "FileTurnIndex", req: SearchRequest, q_terms: list[str], content: set[str], vector: np.ndarray | None,
           near: "futures.Future[list[int]] | None") -> list[SearchHit]:
     t = ix.tuning
-    q_terms = terms(req.text)
     lex = ix.bm25.score(q_terms, content, ix.alive.view, ix.version)
     in_range = _range_rows(ix, req.start, req.end)
     dense_rows, dense_sims = _dense_candidates(ix, vector, t.candidates)
@@ -119,7 +119,7 @@ def _start_near_terms(ix: "FileTurnIndex", vector: np.ndarray | None, content: s
     """The diary's terms nearest the query's vector that the query does not hold (`expand.py`), looked up
     on another thread; None when expansion is off."""
     t = ix.tuning
-    if vector is None or t.expansion_terms <= 0 or t.expansion_weight <= 0:
+    if vector is None or t.expansion_terms <= 0 or t.expansion_weight <= 0 or ix.terms.rows == 0:
         return None
     return _NEAR_TERMS.submit(ix.terms.nearest, vector, ix.bm25.names, content, t.expansion_terms)
 
