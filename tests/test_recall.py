@@ -145,9 +145,12 @@ def test_forget_and_edit_update_the_search(orch):
     edited = diary.edit("amy", "e2", user="My cat Mochi broke a vase yesterday.")
     assert edited.dates == (("yesterday", "2026-05-07"),)
     found = diary.search("amy", "cat broke a vase")
-    # The edited turn comes first by its new words (shown by its best line: with the words nearest
-    # the question added, that may be its reply, "Mochi is such a troublemaker."); the old words are gone.
+    # The edited turn comes first (shown by its best line: with the words nearest the question
+    # added, that may be its reply, "Mochi is such a troublemaker."); its new line is found by a
+    # word only it holds, and the old words are gone.
     assert found and found[0].turn_id == "e2"
+    found = diary.search("amy", "a broken vase")
+    assert found and found[0].turn_id == "e2" and "vase" in found[0].text
     assert all("knocked" not in r.text for r in diary.search("amy", "cat knocked over the plant"))
     assert diary.forget("amy", "e2") == 1
     assert diary.forget("amy", "e2") == 0

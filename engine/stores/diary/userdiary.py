@@ -20,7 +20,8 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import tzinfo
 
 import numpy as np
@@ -172,17 +173,11 @@ class UserDiary:
                 return 0
             rows = np.sort(missing)
             show = self.progress if progress is None else progress
-            bar = None
-            if show and rows.size > 50:
-                from tqdm import tqdm
-
-                bar = tqdm(total=int(rows.size), desc=f"turn vectors {self.dir.parent.name}", unit="turn")
             done = 0
-            for a in range(0, rows.size, 2000):
-                entries = self.entries_for(rows[a : a + 2000])
-                done += self.search.add([doc_of(e) for e in entries], progress=bar.update if bar else None)
-            if bar is not None:
-                bar.close()
+            with self._bar(show and rows.size > 50, int(rows.size), "turn vectors", "turn") as update:
+                for a in range(0, rows.size, 2000):
+                    entries = self.entries_for(rows[a : a + 2000])
+                    done += self.search.add([doc_of(e) for e in entries], progress=update)
             self._in_sync = True
             self.catch_up_terms(progress=show)
             self.search.save(force=True)
@@ -193,16 +188,19 @@ class UserDiary:
         `engine.search.expand`), with a progress bar when there are many. Returns how many."""
         with self.lock:
             behind = len(self.search.terms_behind()[1])
-            bar = None
-            if progress and behind > 500:
-                from tqdm import tqdm
+            with self._bar(progress and behind > 500, behind, "term vectors", "term") as update:
+                return self.search.catch_up_terms(progress=update)
 
-                bar = tqdm(total=behind, desc=f"term vectors {self.dir.parent.name}", unit="term")
-            try:
-                return self.search.catch_up_terms(progress=bar.update if bar else None)
-            finally:
-                if bar is not None:
-                    bar.close()
+    @contextmanager
+    def _bar(self, show: bool, total: int, what: str, unit: str) -> Iterator[Callable[[int], object] | None]:
+        """A progress bar's `update` (None when not shown), closed on leaving."""
+        if not show:
+            yield None
+            return
+        from tqdm import tqdm
+
+        with tqdm(total=total, desc=f"{what} {self.dir.parent.name}", unit=unit) as bar:
+            yield bar.update
 
     def _matches(self, name: str, st: os.stat_result) -> bool:
         info = self.index.files.get(name)
