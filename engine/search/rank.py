@@ -1,14 +1,15 @@
 """Hybrid ranking of turn halves: candidates from BM25, the vector graph and a time range;
-reciprocal-rank fusion of six signals; context from neighbouring lines; a relevance gate.
+reciprocal-rank fusion of seven signals; context from neighbouring lines; a relevance gate.
 
 Signals per half ("unit"): its vector's cosine, its BM25, its whole turn's cosine, its whole
 turn's BM25 (a question often matches a question and its answer together), its exchange's
 cosine: a user line with the reply before it (a reply to "what did you eat?" says only "ramen"),
-an assistant line with its turn; and its BM25 over the diary's terms nearest the query's vector
-(`expand.py`: "activities" finds "camping" and "pottery"). Fused by reciprocal rank (k=10, see `Tuning.rrf_k`), so no
-signal's scale matters. A line then gains a share of its neighbours' scores in the same
-conversation (an answer right after the matching question), and the participant a question names
-ranks first.
+an assistant line with its turn; its BM25 over the diary's terms nearest the query's vector
+(`expand.py`: "activities" finds "camping" and "pottery"); and its BM25 over the rarer terms whose
+lines, on average, are nearest it (`contexts.py`: "hikes" finds "campfire" and "marshmallow").
+Fused by reciprocal rank (k=10, see `Tuning.rrf_k`), so no signal's scale matters. A line then
+gains a share of its neighbours' scores in the same conversation (an answer right after the
+matching question), and the participant a question names ranks first.
 
 The gate keeps unrelated small talk out without one absolute cosine: a line passes it when it
 holds a fifth of the query's content-word IDF (lexical agreement), or its turn's cosine stands
@@ -75,7 +76,7 @@ def _rank(ix: "FileTurnIndex", req: SearchRequest, q_terms: list[str], content: 
     lu = _lookup(lex.units, lex.unit_scores, halves)
     lt = _lookup(lex.turns, lex.turn_scores, cand)
     agree_u = _lookup(lex.units, lex.unit_idf, halves)
-    lx = _expanded(ix, near, halves)
+    lx, lc = _expanded(ix, near, halves)
 
     k, w = t.rrf_k, t.weights
     fused = (
@@ -85,6 +86,7 @@ def _rank(ix: "FileTurnIndex", req: SearchRequest, q_terms: list[str], content: 
         + w[3] * _rrf(lt, k, positive_only=True)[:, None]
         + w[4] * _rrf(np.where(has, dx, -np.inf), k)
         + t.expansion_weight * _rrf(lx, k, positive_only=True)
+        + t.context_weight * _rrf(lc, k, positive_only=True)
     )
     fused = np.where(has, fused, 0.0)
     nb = _Neighbours(ix, cand)
@@ -110,28 +112,44 @@ def _rank(ix: "FileTurnIndex", req: SearchRequest, q_terms: list[str], content: 
 
 
 _NEAR_TERMS = futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="kioku-near-terms")
-"""The nearest-term lookup of query expansion runs here while the search's own thread scores
-BM25 and the turn graph: FAISS leaves the GIL, and on a cold CPU cache (the embedding call just
-ran) the lookup costs ~0.6 ms at 20,000 terms, most of what expansion would add to a prompt."""
+"""The nearest-term lookups of query expansion run here while the search's own thread scores
+BM25 and the turn graph: FAISS and numpy's products leave the GIL, and on a cold CPU cache (the
+embedding call just ran) the two lookups cost ~1.5 ms at 20,000 terms, most of what expansion
+would add to a prompt."""
+
+_Near = tuple[list[int], list[int]]
 
 
-def _start_near_terms(ix: "FileTurnIndex", vector: np.ndarray | None, content: set[str]) -> "futures.Future[list[int]] | None":
-    """The diary's terms nearest the query's vector that the query does not hold (`expand.py`), looked up
-    on another thread; None when expansion is off."""
+def _start_near_terms(ix: "FileTurnIndex", vector: np.ndarray | None, content: set[str]) -> "futures.Future[_Near] | None":
+    """The diary's terms nearest the query's vector that the query does not hold (`expand.py`),
+    and the rarer terms whose context vectors are nearest it (`contexts.py`), looked up on another
+    thread; None when expansion is off."""
     t = ix.tuning
-    if vector is None or t.expansion_terms <= 0 or t.expansion_weight <= 0 or ix.terms.rows == 0:
+    if vector is None or t.expansion_terms <= 0 or ix.terms.rows == 0:
         return None
-    return _NEAR_TERMS.submit(ix.terms.nearest, vector, ix.bm25.names, content, t.expansion_terms)
+    if t.expansion_weight <= 0 and t.context_weight <= 0:
+        return None
+    return _NEAR_TERMS.submit(_near_terms, ix, vector, content)
 
 
-def _expanded(ix: "FileTurnIndex", near: "futures.Future[list[int]] | None", halves: np.ndarray) -> np.ndarray:
-    """Per candidate half, its BM25 over the diary's terms nearest the query's vector that the
-    query does not hold itself (0 where none of them occurs)."""
+def _near_terms(ix: "FileTurnIndex", vector: np.ndarray, content: set[str]) -> _Near:
+    t = ix.tuning
+    words = ix.terms.nearest(vector, ix.bm25.names, content, t.expansion_terms) if t.expansion_weight > 0 else []
+    contexts = ix.contexts.nearest(ix, vector, content, t.expansion_terms) if t.context_weight > 0 else []
+    return words, contexts
+
+
+def _expanded(ix: "FileTurnIndex", near: "futures.Future[_Near] | None", halves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per candidate half, its BM25 over the query's expansion terms: the terms nearest by word
+    vector, and those nearest by context vector (0 where none of them occurs)."""
     if near is None:
-        return np.zeros(halves.shape, dtype=np.float32)
-    ids = near.result()
+        zero = np.zeros(halves.shape, dtype=np.float32)
+        return zero, zero
     # Candidate rows are sorted and unique, so their halves in row order are too.
-    return ix.bm25.score_units(ids, halves.reshape(-1), ix.alive.view, ix.version).reshape(halves.shape)
+    units = halves.reshape(-1)
+    return tuple(  # type: ignore[return-value]
+        ix.bm25.score_units(ids, units, ix.alive.view, ix.version).reshape(halves.shape) for ids in near.result()
+    )
 
 
 def _candidates(ix: "FileTurnIndex", req: SearchRequest, lex, dense_rows: np.ndarray, in_range: np.ndarray) -> np.ndarray:

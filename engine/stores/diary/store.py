@@ -137,6 +137,8 @@ class DiaryStore:
             diary.terms.step(TERMS_PER_TURN)
         except EmbedderError as exc:
             log.warning("diary: embedding new search terms failed (%s); retried with the next turn", exc)
+        # The turn's rare words' context vectors, here rather than in the next prompt's lookup.
+        diary.terms.make_contexts()
 
     def _index_turns(self, diary: UserDiary, ids: list[str]) -> None:
         have = diary.search.digests()

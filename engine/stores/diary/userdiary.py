@@ -75,6 +75,7 @@ class UserDiary:
             loaded = DiaryIndex.load(self.cache_file, model_id=embedder.model_id, dim=embedder.dim)
             self.index = loaded or DiaryIndex(model_id=embedder.model_id, dim=embedder.dim)
             self.search = FileTurnIndex(self._search_folder(paths), embedder)
+            self.terms = BackgroundTerms(self.search, self.lock, paths.root.name)
             self._opening = True  # the first pass leaves the search index to reconcile_search
             self._in_sync = False
             self.refresh(force=True)
@@ -83,8 +84,8 @@ class UserDiary:
                 self._in_sync = True  # saved in step with these very day files: nothing to compare
             else:
                 self.reconcile_search()
-            # An index made before term vectors (or cut short): caught up without holding up the open.
-            self.terms = BackgroundTerms(self.search, self.lock, paths.root.name)
+            # An index made before term vectors (or cut short), and the rare terms' context vectors
+            # (made fresh at every open): caught up without holding up the open.
             self.terms.start()
 
     def _search_folder(self, paths: UserPaths):
@@ -149,6 +150,8 @@ class UserDiary:
         gone = old_ids - {e.id for e in entries}
         if gone:
             self.search.remove(gone)
+            if not self._opening:
+                self.terms.start()  # removing lines unmakes the context vectors
         if entries and not self._opening:
             try:
                 self.search.add([doc_of(e) for e in entries])
@@ -167,6 +170,7 @@ class UserDiary:
             extra = set(have) - want
             if extra:
                 self.search.remove(extra)
+                self.terms.start()  # removing lines unmakes the context vectors
             missing = np.array([i for i, tid in enumerate(ids) if tid not in have], dtype=np.int64)
             if missing.size == 0:
                 self._in_sync = True

@@ -1,0 +1,159 @@
+"""Term contexts: what each rarer word of the diary is said about, for the second query expansion.
+
+Why: `expand.py` finds the terms nearest a query by each term's own vector, a word embedded alone,
+and such vectors match by form as much as by topic ("activities" -> "platform", "part", "parade").
+A term's context vector adds the mean of the vectors of the lines that hold it: what the diary says
+with that word ("hikes" -> "canyon", "campfire", "marshmallow"; "pottery" -> "clay", "bowl"). BM25
+over the terms nearest a query by these vectors is a seventh ranking signal (`rank.search`), beside
+the word-vector expansion. Measured on LoCoMo dev (`bench/bench_recall.py`): see
+`Tuning.context_weight`.
+
+Only a term held by at most `MAX_LINES` lines has one: a common word's lines say everything, their
+mean drifts to the diary's own and sits near every query (the lines' mean alone, uncapped, offered
+"got", "made", "cool"). The cap is a count of lines, not a share of the diary: what makes a word's lines
+say one thing is how few they are, however long the diary.
+
+Derived data, in memory only (nothing is embedded; the lines' and the terms' vectors are the
+index's): made for every rare term after the index opens, removes or compacts turns, in the
+background (~0.8 s at 100,000 turns, `expand.BackgroundTerms`, a chunk per hold of the lock);
+after each turn for the words it added (on the diary's worker); and before each lookup for at most
+`LOOKUP_LIMIT` terms whose line count or word vector changed since. A term without its word vector
+yet is not offered (as in `expand.py`); lookups during a catch-up use the vectors made so far.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from engine.search.grow import Grow
+
+if TYPE_CHECKING:
+    from engine.search.files import FileTurnIndex
+
+MAX_LINES = 20
+"""A term held by more lines than this has no context vector (LoCoMo dev, all five conversations,
+multi-hop: 10 lines 0.717, 20 lines 0.717, 50 lines 0.713; no cap crowds out the topical words)."""
+LOOKUP_LIMIT = 128
+"""Vectors a lookup makes before it looks (a turn changes ~10-30); when more are behind (an index
+just opened, turns removed) the owner's background thread makes them (`expand.BackgroundTerms`),
+and lookups meanwhile use the vectors made so far. ~70 µs per term at 100,000 turns (~6 µs per line)."""
+CHUNK = 256
+"""Vectors made per hold of the owner's lock when catching up (~20 ms at 100,000 turns)."""
+GATHER = 65_536
+"""Lines' vectors read per step when making many terms at once (bounds the memory it takes)."""
+
+
+class TermContexts:
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget every vector: the next lookup makes them again (lines were removed or renumbered)."""
+        self.matrix = Grow(np.float32, (self.dim,))
+        """One row per term that has a vector, unit length."""
+        self.term_of = Grow(np.int64)
+        """Per row: its term id."""
+        self.row_of = Grow(np.int64)
+        """Per term id: its row, -1 when it has none."""
+        self.made_at = Grow(np.int32)
+        """Per term id: its line count when its vector was made, -1 when it never was."""
+
+    @property
+    def rows(self) -> int:
+        return len(self.term_of)
+
+    def behind(self, ix: "FileTurnIndex") -> int:
+        """How many rare terms have no vector, or one made before their line count changed."""
+        return int(self._wanted(ix).size)
+
+    def refresh(self, ix: "FileTurnIndex", limit: int | None = None) -> int:
+        """Make up to `limit` (all: None) of the vectors that are missing or out of date, lowest
+        term ids first; returns how many. The caller holds the index's lock."""
+        want = self._wanted(ix)
+        if limit is not None:
+            want = want[:limit]
+        if want.size:
+            self._make(ix, want)
+            self.made_at.view[want] = ix.bm25.df.view[want]
+        return int(want.size)
+
+    def _wanted(self, ix: "FileTurnIndex") -> np.ndarray:
+        n = min(len(ix.bm25.names), ix.terms.rows)
+        if n > len(self.row_of):
+            grow = n - len(self.row_of)
+            self.row_of.extend(np.full(grow, -1, dtype=np.int64))
+            self.made_at.extend(np.full(grow, -1, dtype=np.int32))
+        df = ix.bm25.df.view[:n]
+        return np.flatnonzero((df > 0) & (df <= MAX_LINES) & (df != self.made_at.view[:n]))
+
+    def nearest(self, ix: "FileTurnIndex", vector: np.ndarray, skip: set[str], m: int) -> list[int]:
+        """Ids of the `m` terms whose context vectors are nearest `vector`, leaving out those in
+        `skip` (the query's own) and those now held by more than `MAX_LINES` lines. Makes the
+        vectors a recorded turn has changed first (at most `LOOKUP_LIMIT`)."""
+        self.refresh(ix, LOOKUP_LIMIT)
+        if m <= 0 or self.rows == 0:
+            return []
+        terms = self.term_of.view
+        sims = self.matrix.view @ np.asarray(vector, dtype=np.float32).reshape(-1)
+        sims[ix.bm25.df.view[terms] > MAX_LINES] = -np.inf
+        k = min(m + len(skip) + 4, sims.size)
+        top = np.argpartition(-sims, k - 1)[:k]
+        top = top[np.argsort(-sims[top], kind="stable")]
+        names = ix.bm25.names
+        out = [int(terms[i]) for i in top.tolist() if sims[i] > 0 and names[terms[i]] not in skip]
+        return out[:m]
+
+    def _make(self, ix: "FileTurnIndex", term_ids: np.ndarray) -> None:
+        unit_alive = np.repeat(ix.alive.view, 2)
+        units: list[np.ndarray] = []
+        owner: list[np.ndarray] = []
+        size = 0
+        for j, tid in enumerate(term_ids.tolist()):
+            u = ix.bm25._postings(tid)[0]
+            u = u[unit_alive[u]]
+            units.append(u)
+            owner.append(np.full(u.size, j, dtype=np.int64))
+            size += u.size
+            if size >= GATHER:
+                self._put(ix, term_ids, units, owner)
+                units, owner, size = [], [], 0
+        self._put(ix, term_ids, units, owner)
+
+    def _put(self, ix: "FileTurnIndex", term_ids: np.ndarray, units: list[np.ndarray], owner: list[np.ndarray]) -> None:
+        """The context vectors of the terms that own these lines (each term's lines all in one
+        call; a term with no live line gets none)."""
+        if not units:
+            return
+        u = np.concatenate(units).astype(np.int64)
+        j = np.concatenate(owner)
+        if u.size == 0:
+            return
+        order = np.argsort(u >> 1, kind="stable")  # sorted reads of the vector file
+        half = np.empty((u.size, self.dim), dtype=np.float16)
+        matrix = ix.vectors.matrix()
+        half[order] = matrix[(u[order] >> 1), (u[order] & 1)]
+        lines = half.astype(np.float32)  # numpy's cast: the lookup table is slower at this size
+        # Each term's lines are consecutive: one sum per run.
+        starts = np.flatnonzero(np.r_[True, j[1:] != j[:-1]])
+        ends = np.r_[starts[1:], j.size]
+        sums = np.stack([lines[a:b].sum(axis=0) for a, b in zip(starts.tolist(), ends.tolist())])
+        picked = j[starts]
+        word = ix.terms.file.take(term_ids[picked], kind=0)
+        mean = sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-6)
+        vec = mean + word
+        vec /= np.maximum(np.linalg.norm(vec, axis=1, keepdims=True), 1e-6)
+        # No word vector (a stop word): nothing to be near to.
+        usable = np.linalg.norm(word, axis=1) > 0
+        vec[~usable] = 0.0
+        tids = term_ids[picked]
+        rows = self.row_of.view[tids]
+        old = rows >= 0
+        self.matrix.view[rows[old]] = vec[old]
+        new = np.flatnonzero(~old & usable)
+        if new.size:
+            self.row_of.view[tids[new]] = np.arange(self.rows, self.rows + new.size)
+            self.term_of.extend(tids[new])
+            self.matrix.extend(vec[new])
