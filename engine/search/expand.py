@@ -159,9 +159,10 @@ class BackgroundTerms:
     def _run(self) -> None:
         from engine.errors import EmbedderError
 
+        embedded = 0
         try:
-            while self.step(TERM_CHUNK):
-                pass
+            while n := self.step(TERM_CHUNK):
+                embedded += n
             while self.make_contexts():
                 pass
         except EmbedderError as exc:  # tried again at the next start
@@ -171,5 +172,7 @@ class BackgroundTerms:
             log.warning("search: catching up terms for %s stopped (%s: %s)", self.name, type(exc).__name__, exc)
             return
         with self.lock:
-            if not self._stopped:
+            # Only after new term vectors: making context vectors writes nothing (an open's run
+            # must leave the cache folder alone).
+            if embedded and not self._stopped:
                 self.index.terms.graph.save(force=True)
