@@ -37,7 +37,8 @@ def _index(tmp_path, embedder, lines: list[str]) -> FileTurnIndex:
 
 def _offered(ix: FileTurnIndex, embedder, text: str, m: int = 16) -> list[str]:
     vector = embedder.embed([text], role="query")[0]
-    return [ix.bm25.names[i] for i in ix.contexts.nearest(ix, vector, set(content_terms(text)), m)]
+    every_line = np.arange(2 * ix.rows)
+    return [ix.bm25.names[i] for i in ix.contexts.nearest(ix, vector, set(content_terms(text)), m, every_line)]
 
 
 def _expected(ix: FileTurnIndex, term: str) -> np.ndarray:
@@ -122,3 +123,36 @@ def test_an_opened_index_makes_them_in_the_background_and_searches_meanwhile(tmp
         assert 0 < again.contexts.rows <= LOOKUP_LIMIT
     assert background.wait(60)
     assert again.contexts.behind(again) == 0 and again.contexts.rows == ix.contexts.rows
+
+
+def test_a_lookup_weighs_only_the_words_of_its_candidate_lines(tmp_path, embedder):
+    ix = _index(tmp_path, embedder, ["Grandpa taught me to whittle birds from cedar.", "We went kayaking on the river."])
+    vector = embedder.embed(["outdoor water sports"], role="query")[0]
+    names = ix.bm25.names
+
+    def offered(rows: list[int]) -> set[str]:
+        units = np.array(sorted(2 * r + s for r in rows for s in (0, 1)))
+        return {names[i] for i in ix.contexts.nearest(ix, vector, set(), 16, units)}
+
+    assert terms("kayaking")[0] in offered([1]) and terms("cedar")[0] not in offered([1])
+    assert terms("cedar")[0] in offered([0]) and terms("kayaking")[0] not in offered([0])
+
+
+def test_the_line_pairs_stay_right_through_remakes_and_their_compaction(tmp_path, embedder, monkeypatch):
+    import engine.search.contexts as contexts
+
+    monkeypatch.setattr(contexts, "GATHER", 4)  # compact the pairs after a few dropped ones
+    compactions = []
+    real = contexts.TermContexts._compact_pairs
+    monkeypatch.setattr(contexts.TermContexts, "_compact_pairs", lambda self: (compactions.append(1), real(self)))
+    ix = _index(tmp_path, embedder, FILLER[:5])
+    for i in range(12):  # each line remakes "zebra" (and the words it shares with earlier lines)
+        ix.add(_docs([f"A zebra and a giraffe on day {i}."], start=100 + i))
+        ix.catch_up_terms()
+    c = ix.contexts
+    assert compactions and c._dropped <= max(4, len(c.pair_unit) // 2)
+    for tid in np.flatnonzero(c.row_of.view >= 0).tolist():
+        a, b = c.span.view[tid]
+        assert set(c.pair_term.view[a:b].tolist()) == {tid}
+        assert sorted(c.pair_unit.view[a:b].tolist()) == sorted(int(u) for u in ix.bm25._postings(tid)[0])
+    assert int((c.pair_term.view >= 0).sum()) == sum(int(b - a) for a, b in c.span.view.tolist())

@@ -19,6 +19,12 @@ background (~0.8 s at 100,000 turns, `expand.BackgroundTerms`, a chunk per hold 
 after each turn for the words it added (on the diary's worker); and before each lookup for at most
 `LOOKUP_LIMIT` terms whose line count or word vector changed since. A term without its word vector
 yet is not offered (as in `expand.py`); lookups during a catch-up use the vectors made so far.
+
+A lookup weighs only the rare terms of the search's candidate lines (it keeps which lines hold
+which rare term): a term in no candidate line would add nothing to any candidate's score, and so
+a lookup costs what the candidates hold, not the diary's rare vocabulary (which grows with the
+diary: 11,426 terms in `bench/bench_prompt.py`'s 100,000 synthetic turns), and runs on the search's
+own thread.
 """
 
 from __future__ import annotations
@@ -60,6 +66,14 @@ class TermContexts:
         """Per term id: its row, -1 when it has none."""
         self.made_at = Grow(np.int32)
         """Per term id: its line count when its vector was made, -1 when it never was."""
+        self.pair_unit = Grow(np.int64)
+        self.pair_term = Grow(np.int64)
+        """Which rare term each line holds, as (unit, term) pairs (a term's pairs consecutive, from
+        its latest making; -1: an older making's, dropped at the next compaction): a lookup weighs
+        only the terms of its candidate lines."""
+        self.span = Grow(np.int64, (2,))
+        """Per term id: where its pairs are."""
+        self._dropped = 0
 
     @property
     def rows(self) -> int:
@@ -86,24 +100,30 @@ class TermContexts:
             grow = n - len(self.row_of)
             self.row_of.extend(np.full(grow, -1, dtype=np.int64))
             self.made_at.extend(np.full(grow, -1, dtype=np.int32))
+            self.span.extend(np.zeros((grow, 2), dtype=np.int64))
         df = ix.bm25.df.view[:n]
         return np.flatnonzero((df > 0) & (df <= MAX_LINES) & (df != self.made_at.view[:n]))
 
-    def nearest(self, ix: "FileTurnIndex", vector: np.ndarray, skip: set[str], m: int) -> list[int]:
-        """Ids of the `m` terms whose context vectors are nearest `vector`, leaving out those in
-        `skip` (the query's own) and those now held by more than `MAX_LINES` lines. Makes the
-        vectors a recorded turn has changed first (at most `LOOKUP_LIMIT`)."""
+    def nearest(self, ix: "FileTurnIndex", vector: np.ndarray, skip: set[str], m: int, units: np.ndarray) -> list[int]:
+        """Ids of the `m` terms held by any of `units` (the search's candidate lines) whose context
+        vectors are nearest `vector`, leaving out those in `skip` (the query's own) and those now
+        held by more than `MAX_LINES` lines. A term in no candidate line would score nothing, so
+        only those are weighed: a lookup's cost follows the candidates, not the diary's size.
+        Makes the vectors a recorded turn has changed first (at most `LOOKUP_LIMIT`)."""
         self.refresh(ix, LOOKUP_LIMIT)
-        if m <= 0 or self.rows == 0:
+        if m <= 0 or self.rows == 0 or units.size == 0:
             return []
-        terms = self.term_of.view
-        sims = self.matrix.view @ np.asarray(vector, dtype=np.float32).reshape(-1)
-        sims[ix.bm25.df.view[terms] > MAX_LINES] = -np.inf
-        k = min(m + len(skip) + 4, sims.size)
-        top = np.argpartition(-sims, k - 1)[:k]
-        top = top[np.argsort(-sims[top], kind="stable")]
+        wanted = np.zeros(len(ix.bm25.length), dtype=bool)
+        wanted[units] = True
+        pair_term = self.pair_term.view
+        held = np.unique(pair_term[wanted[self.pair_unit.view] & (pair_term >= 0)])
+        held = held[ix.bm25.df.view[held] <= MAX_LINES]
+        if held.size == 0:
+            return []
+        sims = self.matrix.view[self.row_of.view[held]] @ np.asarray(vector, dtype=np.float32).reshape(-1)
+        top = np.argsort(-sims, kind="stable")[: m + len(skip) + 4]
         names = ix.bm25.names
-        out = [int(terms[i]) for i in top.tolist() if sims[i] > 0 and names[terms[i]] not in skip]
+        out = [int(held[i]) for i in top.tolist() if sims[i] > 0 and names[held[i]] not in skip]
         return out[:m]
 
     def _make(self, ix: "FileTurnIndex", term_ids: np.ndarray) -> None:
@@ -157,3 +177,30 @@ class TermContexts:
             self.row_of.view[tids[new]] = np.arange(self.rows, self.rows + new.size)
             self.term_of.extend(tids[new])
             self.matrix.extend(vec[new])
+        self._pair(tids, u, ends - starts, usable)
+
+    def _pair(self, tids: np.ndarray, units: np.ndarray, counts: np.ndarray, usable: np.ndarray) -> None:
+        """Record which lines hold these terms (`units`: each term's `counts` lines in turn),
+        dropping their earlier pairs; a term with no vector gets none."""
+        spans = self.span.view[tids]
+        for a, b in spans[spans[:, 1] > spans[:, 0]].tolist():
+            self.pair_term.view[a:b] = -1
+            self._dropped += b - a
+        keep = np.repeat(usable, counts)
+        kept = counts * usable
+        first = len(self.pair_unit) + np.r_[0, np.cumsum(kept)[:-1]]
+        self.span.view[tids] = np.stack([first, first + kept], axis=1)
+        self.pair_unit.extend(units[keep])
+        self.pair_term.extend(np.repeat(tids, counts)[keep])
+        if self._dropped > max(GATHER, len(self.pair_unit) // 2):
+            self._compact_pairs()
+
+    def _compact_pairs(self) -> None:
+        live = self.pair_term.view >= 0
+        unit, term = self.pair_unit.view[live], self.pair_term.view[live]
+        self.pair_unit, self.pair_term = Grow(np.int64, data=unit), Grow(np.int64, data=term)
+        # A term's pairs stay consecutive: its first index and count are its new span.
+        names, first, count = np.unique(term, return_index=True, return_counts=True)
+        self.span.view[:] = 0
+        self.span.view[names] = np.stack([first, first + count], axis=1)
+        self._dropped = 0

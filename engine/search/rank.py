@@ -44,15 +44,15 @@ def search(ix: "FileTurnIndex", req: SearchRequest) -> list[SearchHit]:
     content = {t for t in q_terms if is_content(t)}
     vector = None if req.vector is None else np.asarray(req.vector, dtype=np.float32).reshape(-1)
     near = _start_near_terms(ix, vector, content)
+    pending: list[futures.Future] = [] if near is None else [near]
     try:
-        return _rank(ix, req, q_terms, content, vector, near)
+        return _rank(ix, req, q_terms, content, vector, near, pending)
     finally:
-        if near is not None:  # it reads the index: done before the caller may let anyone change it
-            futures.wait([near])
+        futures.wait(pending)  # they read the index: done before the caller may let anyone change it
 
 
 def _rank(ix: "FileTurnIndex", req: SearchRequest, q_terms: list[str], content: set[str], vector: np.ndarray | None,
-          near: "futures.Future[list[int]] | None") -> list[SearchHit]:
+          near: "futures.Future[list[int]] | None", pending: list[futures.Future]) -> list[SearchHit]:
     t = ix.tuning
     lex = ix.bm25.score(q_terms, content, ix.alive.view, ix.version)
     in_range = _range_rows(ix, req.start, req.end)
@@ -60,6 +60,10 @@ def _rank(ix: "FileTurnIndex", req: SearchRequest, q_terms: list[str], content: 
     cand, base = _candidates(ix, req, lex, dense_rows, in_range)
     if cand.size == 0:
         return []
+    halves = np.stack([2 * cand, 2 * cand + 1], axis=1)
+    near_contexts = _start_context_terms(ix, vector, content, halves)
+    if near_contexts is not None:
+        pending.append(near_contexts)
 
     # Per candidate row: the three cosines and the lexical scores of both halves and the turn.
     # Rows that are only neighbours of a candidate lend context; their vectors are not read.
@@ -72,11 +76,11 @@ def _rank(ix: "FileTurnIndex", req: SearchRequest, q_terms: list[str], content: 
         dt[base] = vecs.base[:, 2] @ vector
         dx[base, 0] = _exchange(ix, cand[base], vecs.base, du[base, 0], vector)
         dx[:, 1] = dt  # a reply's exchange is its turn
-    halves = np.stack([2 * cand, 2 * cand + 1], axis=1)
     lu = _lookup(lex.units, lex.unit_scores, halves)
     lt = _lookup(lex.turns, lex.turn_scores, cand)
     agree_u = _lookup(lex.units, lex.unit_idf, halves)
-    lx, lc = _expanded(ix, near, halves)
+    lx = _expanded(ix, near, halves)
+    lc = _expanded(ix, near_contexts, halves)
 
     k, w = t.rrf_k, t.weights
     fused = (
@@ -113,43 +117,39 @@ def _rank(ix: "FileTurnIndex", req: SearchRequest, q_terms: list[str], content: 
 
 _NEAR_TERMS = futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="kioku-near-terms")
 """The nearest-term lookups of query expansion run here while the search's own thread scores
-BM25 and the turn graph: FAISS and numpy's products leave the GIL, and on a cold CPU cache (the
-embedding call just ran) the two lookups cost ~1.5 ms at 20,000 terms, most of what expansion
+BM25 and the turn graph (the word expansion's) or reads the candidates' vectors (the context
+expansion's, which needs the candidates): FAISS and numpy leave the GIL, and on a cold CPU cache
+(the embedding call just ran) each costs ~0.6-0.9 ms at 100,000 turns, most of what expansion
 would add to a prompt."""
 
-_Near = tuple[list[int], list[int]]
 
-
-def _start_near_terms(ix: "FileTurnIndex", vector: np.ndarray | None, content: set[str]) -> "futures.Future[_Near] | None":
-    """The diary's terms nearest the query's vector that the query does not hold (`expand.py`),
-    and the rarer terms whose context vectors are nearest it (`contexts.py`), looked up on another
-    thread; None when expansion is off."""
+def _start_near_terms(ix: "FileTurnIndex", vector: np.ndarray | None, content: set[str]) -> "futures.Future[list[int]] | None":
+    """The diary's terms nearest the query's vector that the query does not hold (`expand.py`), looked up
+    on another thread; None when expansion is off."""
     t = ix.tuning
-    if vector is None or t.expansion_terms <= 0 or ix.terms.rows == 0:
+    if vector is None or t.expansion_terms <= 0 or t.expansion_weight <= 0 or ix.terms.rows == 0:
         return None
-    if t.expansion_weight <= 0 and t.context_weight <= 0:
-        return None
-    return _NEAR_TERMS.submit(_near_terms, ix, vector, content)
+    return _NEAR_TERMS.submit(ix.terms.nearest, vector, ix.bm25.names, content, t.expansion_terms)
 
 
-def _near_terms(ix: "FileTurnIndex", vector: np.ndarray, content: set[str]) -> _Near:
-    t = ix.tuning
-    words = ix.terms.nearest(vector, ix.bm25.names, content, t.expansion_terms) if t.expansion_weight > 0 else []
-    contexts = ix.contexts.nearest(ix, vector, content, t.expansion_terms) if t.context_weight > 0 else []
-    return words, contexts
-
-
-def _expanded(ix: "FileTurnIndex", near: "futures.Future[_Near] | None", halves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per candidate half, its BM25 over the query's expansion terms: the terms nearest by word
-    vector, and those nearest by context vector (0 where none of them occurs)."""
+def _expanded(ix: "FileTurnIndex", near: "futures.Future[list[int]] | None", halves: np.ndarray) -> np.ndarray:
+    """Per candidate half, its BM25 over a query's expansion terms (0 where none of them occurs)."""
     if near is None:
-        zero = np.zeros(halves.shape, dtype=np.float32)
-        return zero, zero
+        return np.zeros(halves.shape, dtype=np.float32)
+    ids = near.result()
     # Candidate rows are sorted and unique, so their halves in row order are too.
-    units = halves.reshape(-1)
-    return tuple(  # type: ignore[return-value]
-        ix.bm25.score_units(ids, units, ix.alive.view, ix.version).reshape(halves.shape) for ids in near.result()
-    )
+    return ix.bm25.score_units(ids, halves.reshape(-1), ix.alive.view, ix.version).reshape(halves.shape)
+
+
+def _start_context_terms(ix: "FileTurnIndex", vector: np.ndarray | None, content: set[str],
+                         halves: np.ndarray) -> "futures.Future[list[int]] | None":
+    """The rarer terms of the candidate lines whose context vectors are nearest the query's vector
+    (`contexts.py`), looked up on the helper thread while this one reads the candidates' vectors;
+    None when that expansion is off."""
+    t = ix.tuning
+    if vector is None or t.expansion_terms <= 0 or t.context_weight <= 0 or ix.terms.rows == 0:
+        return None
+    return _NEAR_TERMS.submit(ix.contexts.nearest, ix, vector, content, t.expansion_terms, halves.reshape(-1))
 
 
 def _candidates(ix: "FileTurnIndex", req: SearchRequest, lex, dense_rows: np.ndarray, in_range: np.ndarray) -> np.ndarray:
