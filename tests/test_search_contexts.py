@@ -1,9 +1,8 @@
 """The rare terms' context vectors (engine/search/contexts.py): what the diary says with a word,
-as the second query expansion, through the search index and the diary that own them."""
+as the second query expansion, through the search index that owns them and its background thread."""
 
 from __future__ import annotations
 
-import random
 import threading
 
 import numpy as np
@@ -15,13 +14,9 @@ from engine.search.expand import BackgroundTerms
 from engine.search.files import FileTurnIndex
 from engine.search.text import content_terms, terms
 
-_rnd = random.Random(4)
-_SUBJECTS = ["The quarterly report", "My landlord", "The train", "The dentist", "My phone bill", "The laundry",
-             "The job interview", "The grocery list", "My tax return", "The weather forecast", "The printer",
-             "My sister's wedding plan", "The new manager", "The bank"]
-_VERBS = ["was late again", "cost more than I expected", "kept me busy all morning", "made me nervous",
-          "needs another form", "changed at the last minute", "is due on Friday", "took two hours"]
-FILLER = [f"{_rnd.choice(_SUBJECTS)} {_rnd.choice(_VERBS)}." for _ in range(300)]
+from demo_data import errands
+
+FILLER = errands(300)
 
 
 def _docs(lines: list[str], start: int = 0) -> list[TurnDoc]:

@@ -17,7 +17,7 @@ from engine.search.lexical import Bm25
 from engine.search.text import is_content, terms
 from engine.service.testing import copy_demo
 
-from demo_data import diary_only_config
+from demo_data import diary_only_config, errands
 
 TZ = ZoneInfo("Europe/London")
 LINES = [
@@ -151,16 +151,7 @@ def test_expansion_ranks_up_a_line_that_shares_no_word_with_the_question(tmp_pat
     """"What outdoor activities do I do with Tom?" shares no word with "We pitched a tent by the
     lake": among a long stretch of errands asked about as a range (ranked by relevance: it does
     not fit), the diary's words nearest the question ("hike", "kayak", "tent", "lake") lift it."""
-    import random
-
-    rnd = random.Random(4)
-    subjects = ["The quarterly report", "My landlord", "The train", "The dentist", "My phone bill", "The laundry",
-                "The job interview", "The grocery list", "My tax return", "The weather forecast", "The printer",
-                "My sister's wedding plan", "The new manager", "The bank"]
-    verbs = ["was late again", "cost more than I expected", "kept me busy all morning", "made me nervous",
-             "needs another form", "changed at the last minute", "is due on Friday", "took two hours"]
-    filler = [f"{rnd.choice(subjects)} {rnd.choice(verbs)}." + (" Tom said so too." if i % 10 == 0 else "")
-              for i in range(300)]
+    filler = [line + (" Tom said so too." if i % 10 == 0 else "") for i, line in enumerate(errands(300))]
     tent = "We pitched a tent by the lake and hiked up the ridge at dawn."
     kayak = "Kayaking down the river with Tom was the best part of the trip."
     lines = filler[:150] + [tent] + filler[150:] + [kayak]
