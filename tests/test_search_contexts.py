@@ -146,8 +146,35 @@ def test_the_line_pairs_stay_right_through_remakes_and_their_compaction(tmp_path
         ix.catch_up_terms()
     c = ix.contexts
     assert compactions and c._dropped <= max(4, len(c.pair_unit) // 2)
-    for tid in np.flatnonzero(c.row_of.view >= 0).tolist():
+    _assert_pairs_are_the_live_lines(ix)
+
+
+def _assert_pairs_are_the_live_lines(ix: FileTurnIndex) -> None:
+    """Every made term's pairs are exactly its live lines; no pair is outside a term's span."""
+    c = ix.contexts
+    made = np.flatnonzero(c.made_at.view >= 0)
+    for tid in made[c.row_of.view[made] >= 0].tolist():
         a, b = c.span.view[tid]
-        assert set(c.pair_term.view[a:b].tolist()) == {tid}
-        assert sorted(c.pair_unit.view[a:b].tolist()) == sorted(int(u) for u in ix.bm25._postings(tid)[0])
+        assert set(c.pair_term.view[a:b].tolist()) <= {tid}
+        live = [int(u) for u in ix.bm25._postings(tid)[0] if ix.alive.view[int(u) >> 1]]
+        assert sorted(c.pair_unit.view[a:b].tolist()) == sorted(live), ix.bm25.names[tid]
     assert int((c.pair_term.view >= 0).sum()) == sum(int(b - a) for a, b in c.span.view.tolist())
+
+
+def test_removing_a_line_remakes_only_its_words_and_a_compaction_keeps_the_rest(tmp_path, embedder):
+    lines = [f"{line} Then word{i} and term{i} came up." for i, line in enumerate(errands(40))]
+    ix = _index(tmp_path, embedder, lines)
+    c = ix.contexts
+    kept_words = [ix.bm25.vocab[terms(f"word{i}")[0]] for i in range(10, 40)]
+    before = c.matrix.view[c.row_of.view[kept_words]].copy()
+    gone_word = ix.bm25.vocab[terms("word3")[0]]
+    ix.remove(["t3"])
+    # Only the removed line's rare words wait to be remade, and are not offered meanwhile.
+    assert 0 < c.behind(ix) <= len(set(terms(lines[3])))
+    assert gone_word not in c.nearest(ix, c.matrix.view[c.row_of.view[gone_word]], set(), 40, np.arange(2 * ix.rows))
+    ix.remove([f"t{i}" for i in range(4, 10)])
+    ix.compact()  # renumbers every line
+    assert ix.rows == 33 and np.array_equal(c.matrix.view[c.row_of.view[kept_words]], before)
+    c.refresh(ix)
+    _assert_pairs_are_the_live_lines(ix)
+    assert gone_word not in c.nearest(ix, embedder.embed(["word3"], role="query")[0], set(), 40, np.arange(2 * ix.rows))

@@ -14,10 +14,11 @@ mean drifts to the diary's own and sits near every query (the lines' mean alone,
 say one thing is how few they are, however long the diary.
 
 Derived data, in memory only (nothing is embedded; the lines' and the terms' vectors are the
-index's): made for every rare term after the index opens, removes or compacts turns, in the
-background (~0.8 s at 100,000 turns, `expand.BackgroundTerms`, a chunk per hold of the lock);
-after each turn for the words it added (on the diary's worker); and before each lookup for at most
-`LOOKUP_LIMIT` terms whose line count or word vector changed since. A term without its word vector
+index's): made for every rare term after the index opens, in the background (~0.8 s at 100,000
+turns, `expand.BackgroundTerms`, a chunk per hold of the lock); after each turn for the words it
+added (on the diary's worker); and before each lookup for at most `LOOKUP_LIMIT` terms whose line
+count or word vector changed since, or whose lines were removed or edited (`forget`: those terms
+are not offered until remade). A compaction renumbers the lines and keeps the vectors. A term without its word vector
 yet is not offered (as in `expand.py`); lookups during a catch-up use the vectors made so far.
 
 A lookup weighs only the rare terms of the search's candidate lines (it keeps which lines hold
@@ -43,7 +44,7 @@ MAX_LINES = 20
 multi-hop: 10 lines 0.717, 20 lines 0.717, 50 lines 0.713; no cap crowds out the topical words)."""
 LOOKUP_LIMIT = 128
 """Vectors a lookup makes before it looks (a turn changes ~10-30); when more are behind (an index
-just opened, turns removed) the owner's background thread makes them (`expand.BackgroundTerms`),
+just opened) the owner's background thread makes them (`expand.BackgroundTerms`),
 and lookups meanwhile use the vectors made so far. ~70 µs per term at 100,000 turns (~6 µs per line)."""
 CHUNK = 256
 """Vectors made per hold of the owner's lock when catching up (~20 ms at 100,000 turns)."""
@@ -57,11 +58,9 @@ class TermContexts:
         self.clear()
 
     def clear(self) -> None:
-        """Forget every vector: the next lookup makes them again (lines were removed or renumbered)."""
+        """Forget every vector (the index was emptied)."""
         self.matrix = Grow(np.float32, (self.dim,))
         """One row per term that has a vector, unit length."""
-        self.term_of = Grow(np.int64)
-        """Per row: its term id."""
         self.row_of = Grow(np.int64)
         """Per term id: its row, -1 when it has none."""
         self.made_at = Grow(np.int32)
@@ -77,7 +76,34 @@ class TermContexts:
 
     @property
     def rows(self) -> int:
-        return len(self.term_of)
+        return len(self.matrix)
+
+    def forget(self, units: np.ndarray) -> None:
+        """These lines were removed or replaced: the terms they hold are not offered until remade
+        from their live lines (at the next refresh), so a removed line describes nothing."""
+        if units.size == 0:
+            return
+        hit = np.isin(self.pair_unit.view, units) & (self.pair_term.view >= 0)
+        terms = np.unique(self.pair_term.view[hit])
+        if terms.size == 0:
+            return
+        for a, b in self.span.view[terms].tolist():
+            self.pair_term.view[a:b] = -1
+            self._dropped += b - a
+        self.span.view[terms] = 0
+        self.made_at.view[terms] = -1
+
+    def renumber(self, unit_map: np.ndarray) -> None:
+        """The index was compacted (`unit_map[old unit]` = new unit, -1 for a dropped one): the
+        pairs follow; the vectors stay (a dropped line's terms were forgotten when it died)."""
+        units = unit_map[self.pair_unit.view]
+        self.pair_term.view[units < 0] = -1
+        self.pair_unit.view[:] = np.maximum(units, 0)
+        self._compact_pairs()
+
+    def catching_up(self, ix: "FileTurnIndex") -> bool:
+        """More vectors are missing than a lookup makes: the owner's background thread should."""
+        return self.behind(ix) > LOOKUP_LIMIT
 
     def behind(self, ix: "FileTurnIndex") -> int:
         """How many rare terms have no vector, or one made before their line count changed."""
@@ -175,7 +201,6 @@ class TermContexts:
         new = np.flatnonzero(~old & usable)
         if new.size:
             self.row_of.view[tids[new]] = np.arange(self.rows, self.rows + new.size)
-            self.term_of.extend(tids[new])
             self.matrix.extend(vec[new])
         self._pair(tids, u, ends - starts, usable)
 

@@ -29,7 +29,6 @@ from pathlib import Path
 import numpy as np
 
 from engine.search.contexts import CHUNK as CONTEXT_CHUNK
-from engine.search.contexts import LOOKUP_LIMIT
 from engine.search.text import is_content
 from engine.search.vectors import TurnGraph, VectorFile
 
@@ -131,7 +130,7 @@ class BackgroundTerms:
         """Start the thread unless it runs or nothing is missing (call with the owner's lock held)."""
         if self._stopped or self.running:
             return
-        if not self.index.terms_behind()[1] and self.index.contexts.behind(self.index) <= LOOKUP_LIMIT:
+        if not self.index.terms_behind()[1] and not self.index.contexts.catching_up(self.index):
             return
         self._thread = threading.Thread(target=self._run, name=f"kioku-terms-{self.name}", daemon=True)
         self._thread.start()

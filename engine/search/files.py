@@ -171,7 +171,7 @@ class FileTurnIndex:
             old = self.row_of.get(doc.id)
             if old is not None:
                 self.alive.view[old] = False
-                self.contexts.clear()  # an edited line's old words must not describe it
+                self.contexts.forget(np.array([2 * old, 2 * old + 1]))  # the edited line's old words
             row = self.rows
             self.ids.append(doc.id)
             self.digest_of.append(doc.digest)
@@ -216,14 +216,14 @@ class FileTurnIndex:
         return len(names)
 
     def remove(self, turn_ids: Iterable[str]) -> int:
-        n = 0
+        gone: list[int] = []
         for tid in turn_ids:
             row = self.row_of.pop(tid, None)
             if row is not None:
                 self.alive.view[row] = False
-                n += 1
-        if n:
-            self.contexts.clear()
+                gone += [2 * row, 2 * row + 1]
+        self.contexts.forget(np.array(gone, dtype=np.int64))
+        n = len(gone) // 2
         self._unsaved += n
         self.version += 1
         return n
@@ -255,7 +255,7 @@ class FileTurnIndex:
         self.line_tokens = Grow(np.int32, (2,), data=costs)
         self._order_ok = False
         self.version += 1
-        self.contexts.clear()
+        self.contexts.renumber(unit_map)
         self.vectors.reset()
         self.vectors.append(old_vectors)
         self.texts.reset()

@@ -85,7 +85,7 @@ class UserDiary:
             else:
                 self.reconcile_search()
             # An index made before term vectors (or cut short), and the rare terms' context vectors
-            # (made fresh at every open): caught up without holding up the open.
+            # (in memory: made after every open), caught up without holding up the open.
             self.terms.start()
 
     def _search_folder(self, paths: UserPaths):
@@ -150,8 +150,6 @@ class UserDiary:
         gone = old_ids - {e.id for e in entries}
         if gone:
             self.search.remove(gone)
-            if not self._opening:
-                self.terms.start()  # removing lines unmakes the context vectors
         if entries and not self._opening:
             try:
                 self.search.add([doc_of(e) for e in entries])
@@ -170,7 +168,6 @@ class UserDiary:
             extra = set(have) - want
             if extra:
                 self.search.remove(extra)
-                self.terms.start()  # removing lines unmakes the context vectors
             missing = np.array([i for i, tid in enumerate(ids) if tid not in have], dtype=np.int64)
             if missing.size == 0:
                 self._in_sync = True
