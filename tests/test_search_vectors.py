@@ -33,6 +33,19 @@ def test_vectors_come_back_as_written_in_the_order_asked(vectors, rows, kind):
     assert np.array_equal(got, want.astype(np.float32))
 
 
+@pytest.mark.parametrize("rows, kinds", [([49, 3, 17, 0], [1, 0, 2, 1]), ([5, 5, 2], [0, 1, 0]), ([0, 1, 2], [2, 2, 0])])
+@pytest.mark.parametrize("bulk", [False, True])
+def test_a_kind_per_row_comes_back_in_the_order_asked_by_lookup_or_by_cast(vectors, rows, kinds, bulk, monkeypatch):
+    import engine.search.vectors as module
+
+    if bulk:  # a bulk read casts instead of looking up: the same numbers
+        monkeypatch.setattr(module, "BULK_CAST", 0)
+    vf, data = vectors
+    rows, kinds = np.array(rows, dtype=np.int64), np.array(kinds, dtype=np.int64)
+    got = vf.take(rows, kind=kinds)
+    assert got.dtype == np.float32 and np.array_equal(got, data[rows, kinds].astype(np.float32))
+
+
 def test_row_texts_come_back_as_written_after_more_are_appended(tmp_path):
     tf = TextFile(tmp_path / "texts.jsonl")
     tf.reset()

@@ -14,7 +14,7 @@ mean drifts to the diary's own and sits near every query (the lines' mean alone,
 say one thing is how few they are, however long the diary.
 
 Derived data, in memory only (nothing is embedded; the lines' and the terms' vectors are the
-index's): made for every rare term after the index opens, in the background (~0.8 s at 100,000
+index's): made for every rare term after the index opens, in the background (~0.9 s at 100,000
 turns, `expand.BackgroundTerms`, a chunk per hold of the lock); after each turn for the words it
 added (on the diary's worker); and before each lookup for at most `LOOKUP_LIMIT` terms whose line
 count or word vector changed since, or whose lines were removed or edited (`forget`: those terms
@@ -153,7 +153,7 @@ class TermContexts:
         return out[:m]
 
     def _make(self, ix: "FileTurnIndex", term_ids: np.ndarray) -> None:
-        unit_alive = np.repeat(ix.alive.view, 2)
+        unit_alive = ix.bm25.live_units(ix.alive.view, ix.version)
         units: list[np.ndarray] = []
         owner: list[np.ndarray] = []
         size = 0
@@ -177,11 +177,7 @@ class TermContexts:
         j = np.concatenate(owner)
         if u.size == 0:
             return
-        order = np.argsort(u >> 1, kind="stable")  # sorted reads of the vector file
-        half = np.empty((u.size, self.dim), dtype=np.float16)
-        matrix = ix.vectors.matrix()
-        half[order] = matrix[(u[order] >> 1), (u[order] & 1)]
-        lines = half.astype(np.float32)  # numpy's cast: the lookup table is slower at this size
+        lines = ix.vectors.take(u >> 1, kind=u & 1)  # a unit is row 2r (user half) or 2r + 1
         # Each term's lines are consecutive: one sum per run.
         starts = np.flatnonzero(np.r_[True, j[1:] != j[:-1]])
         ends = np.r_[starts[1:], j.size]

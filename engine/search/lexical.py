@@ -145,6 +145,10 @@ class Bm25:
             self._stats = (version, unit_alive, n_units, avg, max(1, int(alive.sum())))
         return self._stats[1:]
 
+    def live_units(self, alive: np.ndarray, version: int) -> np.ndarray:
+        """Bool per unit: its turn is alive and it has text (kept per `version`, as the scores do)."""
+        return self._collection(alive, version)[0]
+
     def score(self, query_terms: list[str], content: set[str], alive: np.ndarray, version: int = -1) -> LexicalScores:
         """BM25 of every unit and turn that contains a query term. `alive`: bool per turn row;
         `version` changes whenever rows are added or removed."""

@@ -85,15 +85,18 @@ class VectorFile:
                 self._map = np.memmap(self.path, dtype=np.float16, mode="r", shape=(self.rows, self.kinds, self.dim))
         return self._map
 
-    def take(self, rows: np.ndarray, kind: int | None = None) -> np.ndarray:
-        """(len(rows), kinds, dim) float32 for these rows; (len(rows), dim) of one `kind` only."""
+    def take(self, rows: np.ndarray, kind: int | np.ndarray | None = None) -> np.ndarray:
+        """(len(rows), kinds, dim) float32 for these rows; (len(rows), dim) of one `kind` only
+        (or of a kind per row: an array as long as `rows`)."""
         if rows.size == 0:
             shape = (0, self.kinds, self.dim) if kind is None else (0, self.dim)
             return np.zeros(shape, dtype=np.float32)
         matrix = self.matrix()
         if rows.size < 2 or bool(np.all(rows[1:] >= rows[:-1])):
             return _float32(matrix[rows] if kind is None else matrix[rows, kind])
-        order = np.argsort(rows)  # sorted reads are friendlier to the page cache
+        order = np.argsort(rows, kind="stable")  # sorted reads are friendlier to the page cache
+        if isinstance(kind, np.ndarray):
+            kind = kind[order]
         got = _float32(matrix[rows[order]] if kind is None else matrix[rows[order], kind])
         out = np.empty_like(got)
         out[order] = got
@@ -106,9 +109,17 @@ def _half_table() -> np.ndarray:
     return np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
 
 
+BULK_CAST = 4_000_000
+"""Numbers past which `_float32` casts rather than looks up."""
+
+
 def _float32(halves: np.ndarray) -> np.ndarray:
     """float16 -> float32, exactly numpy's conversion, by table lookup: numpy's own cast runs
-    ~1.8 ns per number here and a search converts ~300,000 (0.5 -> 0.28 ms)."""
+    ~1.8 ns per number here and a search converts ~300,000 (0.5 -> 0.28 ms). Past a few million
+    numbers (a bulk read: the context vectors of a whole vocabulary) the cast is the faster one
+    (16M numbers: table 39 ms, cast 32 ms; at 4M they are even)."""
+    if halves.size > BULK_CAST:
+        return halves.astype(np.float32)
     return np.take(_half_table(), np.ascontiguousarray(halves).view(np.uint16))
 
 
