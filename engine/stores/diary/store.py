@@ -130,15 +130,15 @@ class DiaryStore:
     def _embed_new_terms(self, diary: UserDiary) -> None:
         """Vectors for the search vocabulary's new words (query expansion), embedded outside the
         lock; at most TERMS_PER_TURN at a time (an index from before term vectors catches up over
-        a few turns). A failure only delays them: the turn is stored and indexed already."""
+        a few turns); then the context vectors of the rare words the turn touched. A failure only
+        delays them: the turn is stored and indexed already."""
         if diary.terms.running:  # the open's catch-up thread gets there
             return
         try:
             diary.terms.step(TERMS_PER_TURN)
         except EmbedderError as exc:
             log.warning("diary: embedding new search terms failed (%s); retried with the next turn", exc)
-        # The turn's rare words' context vectors, here rather than in the next prompt's lookup.
-        diary.terms.make_contexts()
+        diary.terms.make_contexts()  # here rather than in the next prompt's lookup
 
     def _index_turns(self, diary: UserDiary, ids: list[str]) -> None:
         have = diary.search.digests()
