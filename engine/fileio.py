@@ -136,33 +136,49 @@ def check_yaml(text: str | bytes, limits: YAMLLimits = DATA_FILE_LIMITS) -> None
         )
     parser = _Base(text)
     try:
-        depth = nodes = 0
-        while (event := parser.get_event()) is not None:
-            kind = event.__class__
-            if kind is yaml.ScalarEvent:
-                nodes += 1
-                if len(event.value) > limits.max_scalar_chars:
-                    raise YAMLLimitError(
-                        f"a value of {len(event.value)} characters, over the limit of {limits.max_scalar_chars}",
-                        event.start_mark,
-                    )
-            elif kind is yaml.SequenceStartEvent or kind is yaml.MappingStartEvent:
-                nodes += 1
-                depth += 1
-                if depth > limits.max_depth:
-                    raise YAMLLimitError(f"nested deeper than {limits.max_depth} levels", event.start_mark)
-            elif kind is yaml.SequenceEndEvent or kind is yaml.MappingEndEvent:
-                depth -= 1
-            elif kind is yaml.AliasEvent:
-                raise YAMLLimitError(
-                    f"YAML aliases (*{event.anchor}) are not allowed in kioku files: write the value out "
-                    "(an alias can expand a small file into gigabytes)",
-                    event.start_mark,
-                )
-            if nodes > limits.max_nodes:
-                raise YAMLLimitError(f"more than {limits.max_nodes} values", event.start_mark)
+        _walk(parser, limits)
+    except yaml.scanner.ScannerError as exc:
+        if not is_libyaml_depth_error(exc):
+            raise
+        raise YAMLLimitError(f"nested deeper than {limits.max_depth} levels", exc.problem_mark) from None
     finally:
         parser.dispose()
+
+
+def is_libyaml_depth_error(exc: yaml.YAMLError) -> bool:
+    """libyaml's own nesting bound (1,000 levels, in the libyaml that PyYAML 6.0.4's wheels ship),
+    which its scanner may hit before an event pass sees the level past kioku's far lower bound: the
+    same problem, to be reported as kioku's own whichever check fires first."""
+    return isinstance(exc, yaml.scanner.ScannerError) and "maximum nesting depth" in (exc.problem or "")
+
+
+def _walk(parser: Any, limits: YAMLLimits) -> None:
+    """`check_yaml`'s pass over the events."""
+    depth = nodes = 0
+    while (event := parser.get_event()) is not None:
+        kind = event.__class__
+        if kind is yaml.ScalarEvent:
+            nodes += 1
+            if len(event.value) > limits.max_scalar_chars:
+                raise YAMLLimitError(
+                    f"a value of {len(event.value)} characters, over the limit of {limits.max_scalar_chars}",
+                    event.start_mark,
+                )
+        elif kind is yaml.SequenceStartEvent or kind is yaml.MappingStartEvent:
+            nodes += 1
+            depth += 1
+            if depth > limits.max_depth:
+                raise YAMLLimitError(f"nested deeper than {limits.max_depth} levels", event.start_mark)
+        elif kind is yaml.SequenceEndEvent or kind is yaml.MappingEndEvent:
+            depth -= 1
+        elif kind is yaml.AliasEvent:
+            raise YAMLLimitError(
+                f"YAML aliases (*{event.anchor}) are not allowed in kioku files: write the value out "
+                "(an alias can expand a small file into gigabytes)",
+                event.start_mark,
+            )
+        if nodes > limits.max_nodes:
+            raise YAMLLimitError(f"more than {limits.max_nodes} values", event.start_mark)
 
 
 def _start_mark() -> Any:

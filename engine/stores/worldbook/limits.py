@@ -10,12 +10,15 @@ from dataclasses import dataclass
 
 import yaml
 
+from engine.fileio import is_libyaml_depth_error
+
 _EventLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 # World-book files never need more than four levels (entries: / list / entry / keys); deeper
 # nesting is a mistake or an attack (100,000 `[` make libyaml's recursive composer overflow
 # the C stack), so it is refused before composing.
 MAX_DEPTH = 20
+_TOO_DEEP = f"nested more than {MAX_DEPTH} levels deep; a world-book file needs at most 4"
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,15 @@ def refuse_aliases_and_depth(text: str) -> tuple[int, str] | None:
     nested aliases expand to gigabytes (a "billion laughs"). The event pass is iterative and
     linear in the text, so neither an alias bomb nor deep nesting costs anything here.
     """
+    try:
+        return _first_alias_or_depth(text)
+    except yaml.scanner.ScannerError as exc:
+        if not is_libyaml_depth_error(exc):
+            raise
+        return exc.problem_mark.line + 1, _TOO_DEEP
+
+
+def _first_alias_or_depth(text: str) -> tuple[int, str] | None:
     depth = 0
     for event in yaml.parse(text, Loader=_EventLoader):
         kind = type(event)
@@ -48,7 +60,7 @@ def refuse_aliases_and_depth(text: str) -> tuple[int, str] | None:
         if kind is yaml.SequenceStartEvent or kind is yaml.MappingStartEvent:
             depth += 1
             if depth > MAX_DEPTH:
-                return event.start_mark.line + 1, f"nested more than {MAX_DEPTH} levels deep; a world-book file needs at most 4"
+                return event.start_mark.line + 1, _TOO_DEEP
         elif kind is yaml.SequenceEndEvent or kind is yaml.MappingEndEvent:
             depth -= 1
     return None
