@@ -186,7 +186,9 @@ class Tuning:
     nearest the query (as many as `expansion_terms`). LoCoMo dev, all five conversations, beside
     the word expansion: multi-hop 0.703 -> 0.717 (tuning split 0.701 -> 0.717, held out 0.704 ->
     0.717), single-hop -0.4 points; 2.0 gave 0.722 but single-hop -0.7 (-1.5 on the tuning split);
-    in place of the word expansion 0.708."""
+    in place of the word expansion 0.708. Also measured, none beyond one or two evidence lines of
+    the 414: 1.5 -> 0.720 (single-hop -0.3), 24 context terms -> 0.720 (open-domain -1.2), 32 ->
+    0.705, 24 terms at 1.5 -> 0.722 (temporal -0.6)."""
     weights: tuple[float, float, float, float, float] = field(default=(1.0, 1.0, 1.0, 1.0, 0.5))
     """RRF weights of: half vector, half BM25, turn vector, turn BM25, exchange vector (a user
     line with the reply before it; LoCoMo dev at 0.5: single-hop +0.5, multi-hop +0.2, open-domain
