@@ -85,6 +85,23 @@ def test_issue_questions_get_the_asked_day(orch, question, day_turns):
     assert any(h.meta.get("kind") == "turn" for h in result.hits if h.store == "diary")
 
 
+@pytest.mark.parametrize(
+    "request_, day_turns",
+    [
+        ("Tell me about Thursday April 30th", ["b1", "b2"]),
+        ("Summarize our conversations from last week", ["a1", "a2", "b1", "b2"]),
+        ("给我讲讲5月4号那天", ["c1", "c2"]),
+        ("帮我回顾一下这周三", ["d1"]),
+    ],
+)
+def test_requests_phrased_as_instructions_get_the_asked_day(orch, request_, day_turns):
+    """Neither a question nor a recall verb, and too short to search on once the time words are
+    gone: before, these got no diary line at all."""
+    result = orch.build_prompt(request_, user_id="amy", now=NOW)
+    for tid in day_turns:
+        assert shown(result, tid), (request_, tid, diary_text(result))
+
+
 @pytest.mark.parametrize("message", ["今天天气真好", "晚安", "How are you?", "好累啊", "Good night!"])
 def test_unrelated_messages_inject_no_diary_lines(orch, message):
     result = orch.build_prompt(message, user_id="amy", now=NOW)

@@ -6,7 +6,8 @@ A time expression alone is a weak signal: "今天天气真好", "明天去上班
 
 1. after clipping to `now` it still covers some past (future ranges ask nothing about the past), and
 2. the message asks to recall: a memory verb ("还记得", "聊了什么", "remember", "did I tell you"),
-   or a question about what the user or "we" did ("上周三我吃了什么", "where did we go"); or
+   or a question about what the user or "we" did ("上周三我吃了什么", "where did we go"), or a
+   request to go over it ("给我讲讲上周的事", "Summarize our conversations from last week"); or
 3. it is a question at all and the range lies before today ("5月4号的天气怎么样？",
    "What was our conversation yesterday about?"): the cue is a signal, not a gate. A statement
    ("昨天加班到很晚", "I went hiking last weekend") is not a question and does not pull the range;
@@ -52,6 +53,23 @@ _EN_PAST_QUESTION = re.compile(
     re.IGNORECASE,
 )
 
+# A request to go over the past, phrased as an instruction ("给我讲讲上周的事", "总结一下昨天的聊天",
+# "Tell me about last Thursday", "Summarize our conversations from last week"): neither a question
+# nor a statement, and with its time words removed too short to search on. The verb must open a
+# clause or follow who it is for, so a statement that merely holds one ("昨天写了个总结",
+# "I described last week's trip") is not a request.
+_ZH_REQUEST = re.compile(
+    r"(?:^|[，。！？,.!?；;\s]|给我|跟我|和我|帮我|请|麻烦)(?:说说|讲讲|总结|回顾|复盘|概括|梳理|盘点|列出)"
+    r"|(?:总结|回顾|复盘|概括|梳理|盘点|列举|列)一下"
+)
+_EN_REQUEST = re.compile(
+    r"(?:^|[,.;:!?]\s*|\b(?:please|now|so|ok|okay|hey|and|just|then)\s+)"
+    r"(?:summari[sz]e|recap|list|describe|review|go (?:over|through)|walk me through|fill me in on"
+    r"|give me (?:a |an )?(?:quick |short |brief )?(?:recap|summary|rundown|overview))\b"
+    r"|\btell me (?:about|what|how|everything|more about)\b",
+    re.IGNORECASE,
+)
+
 
 # A question: a question mark, or an interrogative word. Only asked together with a past range.
 _ZH_QUESTION = re.compile(r"[?？]|吗|什么|啥|哪|谁|(?<![前这那好十])几[点号月天个次]|怎么|怎样|为什么|为啥|多少|是否|有没有|是不是|如何|呢\s*$")
@@ -76,7 +94,7 @@ class RecallDecision:
 
 def recall_cue(message: str) -> str:
     """The recall words in `message` ("" when it asks nothing about the past)."""
-    for pattern in (_ZH_MEMORY, _EN_MEMORY, _ZH_PAST_QUESTION, _EN_PAST_QUESTION):
+    for pattern in (_ZH_MEMORY, _EN_MEMORY, _ZH_PAST_QUESTION, _EN_PAST_QUESTION, _ZH_REQUEST, _EN_REQUEST):
         m = pattern.search(message)
         if m:
             return m.group(0).strip()
