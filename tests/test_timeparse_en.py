@@ -262,6 +262,13 @@ CASES = [
     C(WED, "I'll be there at 3", [], id="neg-bare-at-3"),
     # --- day of month inside a relative month / weekday inside a week (NOV22 = Sunday 2026-11-22) ---
     C(NOV22, "what did I say the 10th of last month?", [("the 10th of last month", day(2026, 10, 10))], id="10th-of-last-month"),
+    # --- a day moved by whole days, a weekday beside its date ---
+    C(NOV22, "what did we do the day before Halloween?", [("the day before Halloween", day(2026, 10, 30))], id="day-before-halloween"),
+    C(NOV22, "two days after Halloween", [("two days after Halloween", day(2026, 11, 2))], id="two-days-after-halloween"),
+    C(NOV22, "a couple of days before the 20th", [("a couple of days before the 20th", days(2026, 11, 18, 2026, 11, 19))],
+      id="couple-days-before-the-20th"),
+    C(NOV22, "what did we talk about on Friday the 20th?", [("Friday the 20th", day(2026, 11, 20))], id="friday-the-20th"),
+    C(NOV22, "Tuesday before last", [("Tuesday before last", day(2026, 11, 10))], id="tuesday-before-last-no-the"),
     C(NOV22, "last month on the 10th", [("last month on the 10th", day(2026, 10, 10))], id="last-month-on-the-10th"),
     C(NOV22, "on the 10th last month", [("on the 10th last month", day(2026, 10, 10))], id="on-the-10th-last-month"),
     C(NOV22, "from the 10th to the 15th of last month", [("the 10th to the 15th of last month", days(2026, 10, 10, 2026, 10, 15))],

@@ -152,6 +152,12 @@ def _combine(a: Atom, b: Atom, lang: str) -> Atom | None:
         anchored = _anchor(b, a, a.s, b.e)  # "the 10th of last month", "Tuesday night last week"
         if anchored is not None:
             return anchored
+    # A weekday beside a day of the month names that date ("Thursday the 30th", 30号周四): the
+    # number decides, the weekday only confirms it.
+    if a.kind == "day" and a.bare_weekday is not None and a.hour is None and a.part is None and b.kind == "daynum":
+        return replace(b, s=a.s, kind="day", alone_ok=True, kind_name="weekday+day_of_month")
+    if a.kind == "daynum" and b.kind == "day" and b.bare_weekday is not None and b.hour is None and b.part is None:
+        return replace(a, e=b.e, kind="day", alone_ok=True, kind_name="day_of_month+weekday")
     if a.kind == "day" and a.part is None and b.kind == "part":
         if a.hour is not None:
             # "at 3 yesterday afternoon": the part fixes an am/pm-less hour.
@@ -278,6 +284,24 @@ def _same_month(a: Atom, b: Atom) -> Atom:
     return b if d is None else replace(b, kind="day", day=d, month=a.month, alone_ok=True)
 
 
+DayShift = Callable[[str, Atom], "tuple[int, int, int, int] | None"]
+"""A grammar's words that move a day by whole days (国庆节前一天, "the day before Christmas"): given
+the text and a day atom, (start, end) of the words and the day together and the first and last day
+they mean as offsets from it (inclusive), or None."""
+
+
+def _shifted(atom: Atom, s: int, e: int, first: int, last: int, tz: tzinfo) -> Atom:
+    """One day stays a day (a part of day or a clock may still follow: 国庆节前一天晚上); several
+    become a range."""
+    assert atom.day is not None
+    name = f"{atom.kind_name or 'day'}+shift"
+    if first == last:
+        return replace(atom, s=s, e=e, kind="day", day=atom.day + timedelta(days=first), bare_weekday=None, month=None,
+                       dom=None, approx=False, alone_ok=True, kind_name=name)
+    return Atom(s, e, "range", start=at(tz, atom.day + timedelta(days=first)),
+                end=at(tz, atom.day + timedelta(days=last + 1)), kind_name=name)
+
+
 def compose(
     atoms: list[Atom],
     text: str,
@@ -288,7 +312,18 @@ def compose(
     connector: re.Pattern[str],
     range_prefix: re.Pattern[str],
     enum: re.Pattern[str] | None = None,
+    shift: DayShift | None = None,
 ) -> list[Hit]:
+    if shift is not None:
+        # Longer than the day it moves, the moved atom wins the overlap below (and beats a
+        # shorter reading of its own words: 国庆节前两天 is not 前两天, "the past two days").
+        moved = []
+        for a in atoms:
+            if a.kind in ("day", "daynum") and a.day is not None and a.part is None and a.hour is None:
+                found = shift(text, a)
+                if found is not None:
+                    moved.append(_shifted(a, *found, tz))
+        atoms = atoms + moved
     atoms = _drop_overlaps(atoms)
     units: list[Atom] = []
     for atom in atoms:

@@ -397,6 +397,27 @@ def _resolve_day_before(text: str, out: list[Atom]) -> None:
             out.append(Atom(m.start(), m.end(), "day", day=anchor.day - timedelta(days=1), kind_name="day"))
 
 
+# Before a day: "the day before Christmas", "two days after May 4th", "a few days before the 30th".
+_SHIFT = re.compile(r"(?:\bthe\s+)?\b(?:(?P<one>day)|(?P<n>" + NUMW + r")\s+days?)\s+(?P<dir>before|after)\s+$", _I)
+
+
+def _shift(text: str, atom: Atom) -> tuple[int, int, int, int] | None:
+    """"N days before X" is one day, N before X; a vague count ("a couple of", "a few") is the days
+    up to it, like "a couple of days ago"."""
+    m = _SHIFT.search(text, 0, atom.s)
+    if m is None:
+        return None
+    word = "one" if m.group("one") else m.group("n").lower()
+    n = int(word) if word.isdigit() else _NUMS.get(re.sub(r"\s+", " ", word))
+    if not n or n > 31:
+        return None
+    sign = -1 if m.group("dir").lower() == "before" else 1
+    vague = word in _COUPLE or word in ("few", "a few", "several")
+    first, last = (sign * n, sign * n) if not vague else ((-n, -1) if sign < 0 else (1, n))
+    return m.start(), atom.e, first, last
+
+
 def parse(text: str, now: datetime) -> list[Hit]:
     assert now.tzinfo is not None
-    return compose(atoms(text, now), text, now.tzinfo, now.date(), "en", _GAP, _CONNECTOR, _RANGE_PREFIX, _ENUM)
+    return compose(atoms(text, now), text, now.tzinfo, now.date(), "en", _GAP, _CONNECTOR, _RANGE_PREFIX, _ENUM,
+                   shift=_shift)

@@ -46,7 +46,7 @@ _RX = {
         r"\b(?P<n>" + NUMW + r")\s+(?P<u>years?|months?|weeks?)\s+ago\s+(?P<anchor>today|yesterday)\b", _I),
     "night_before_last": re.compile(r"\bthe\s+night\s+before\s+last\b", _I),
     "weekends_ago": re.compile(r"\b(?P<n>" + NUMW + r")\s+weekends?\s+ago\b", _I),
-    "weekday_before_last": re.compile(r"\b(?:on\s+)?the\s+(?P<wd>" + WD_ANY + r")\s+before\s+last\b", _I),
+    "weekday_before_last": re.compile(r"\b(?:on\s+)?(?:the\s+)?(?P<wd>" + WD_ANY + r")\s+before\s+last\b", _I),
     "weekdays_ago": re.compile(
         r"\b(?P<n>" + NUMW + r")\s+(?P<wd>" + "|".join(WEEKDAYS) + r")s?\s+ago\b", _I),
 }
