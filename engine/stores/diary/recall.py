@@ -53,17 +53,18 @@ _EN_PAST_QUESTION = re.compile(
     re.IGNORECASE,
 )
 
-# A request to go over the past, phrased as an instruction ("给我讲讲上周的事", "总结一下昨天的聊天",
+# A request to go over the past, phrased as an instruction ("给我讲讲上周的事", "把昨天的聊天总结一下",
 # "Tell me about last Thursday", "Summarize our conversations from last week"): neither a question
-# nor a statement, and with its time words removed too short to search on. The verb must open a
-# clause or follow who it is for, so a statement that merely holds one ("昨天写了个总结",
-# "I described last week's trip") is not a request.
+# nor a statement, and with its time words removed too short to search on. The verb must open the
+# message or a sentence, follow who it is for, or end a 把 clause; a statement that holds one
+# ("昨天写了个总结", "老师让我们总结一下上周的课", "Last night, review sessions ran late") is not a request.
+_ZH_VERBS = r"(?:说说|讲讲|总结|回顾|复盘|概括|梳理|盘点|列出|列举)"
 _ZH_REQUEST = re.compile(
-    r"(?:^|[，。！？,.!?；;\s]|给我|跟我|和我|帮我|请|麻烦)(?:说说|讲讲|总结|回顾|复盘|概括|梳理|盘点|列出)"
-    r"|(?:总结|回顾|复盘|概括|梳理|盘点|列举|列)一下"
+    r"(?:^|[。！？!?；;\n]\s*|给我|跟我|和我|帮我|请|麻烦你?|你)" + _ZH_VERBS
+    + r"|(?:^|[。！？!?；;，,\s]|给我|帮我|请|麻烦你?|你)把[^。！？!?；;，,让叫]{1,24}?" + _ZH_VERBS + r"(?:一下|下)"
 )
 _EN_REQUEST = re.compile(
-    r"(?:^|[,.;:!?]\s*|\b(?:please|now|so|ok|okay|hey|and|just|then)\s+)"
+    r"(?:^|[.!?]\s+|\b(?:please|now|so|ok|okay|hey|and|just|then)[,!]?\s+)"
     r"(?:summari[sz]e|recap|list|describe|review|go (?:over|through)|walk me through|fill me in on"
     r"|give me (?:a |an )?(?:quick |short |brief )?(?:recap|summary|rundown|overview))\b"
     r"|\btell me (?:about|what|how|everything|more about)\b",
