@@ -309,8 +309,11 @@ def _ordinal(m: re.Match[str], c: Ctx, out: Atoms) -> None:
 
 
 def _festival(m: re.Match[str], c: Ctx, out: Atoms) -> None:
-    key = _FESTIVALS[re.sub(r"\s+", " ", m.group("f").lower().replace("’", "'"))]
+    word = m.group("f")
     p = (m.group("p") or "").lower()
+    if word.lower().startswith("may ") and word[0] == "m" and not p:
+        return  # "I may day-trip there": the modal verb, unless written as a name or after on / last / next
+    key = _FESTIVALS[re.sub(r"\s+", " ", word.lower().replace("’", "'"))]
     y = int(m.group("y")) if m.group("y") else (c.today.year if p == "this" else None)
     mode = {"last": "last", "next": "next"}.get(p, "recent")
     try:

@@ -43,6 +43,7 @@ FESTIVALS = {
     "mid-autumn festival": "mid_autumn", "mid autumn festival": "mid_autumn",
     "dragon boat festival": "dragon_boat", "lantern festival": "lantern",
     "april fools' day": "april_fools", "april fools day": "april_fools", "april fool's day": "april_fools",
+    "may day": "labour_day",
 }
 FEST_RX = "|".join(re.escape(k) for k in sorted(FESTIVALS, key=len, reverse=True)).replace("'", "['’]")
 

@@ -97,7 +97,10 @@ _RX = {
     ),
     "festival": re.compile(r"(?:" + _YEAR + r")?(?P<f>" + _alt(_FESTIVALS) + r")(?P<hol>假期|长假|黄金周|小长假|期间|那几天|放假)?"),
     # 月 may precede (上个月10号); a numeral may not (二十三号 is one number, 第10号 an ordinal).
-    "daynum": re.compile(r"(?<![\d第零〇一二两三四五六七八九十])(?P<d>\d{1,2}|[一二三四五六七八九十]{1,3})(?P<suf>号|日)" + _DAY_NUM_STOP),
+    # A Chinese numeral after another is part of a bigger number (十四号 is not 四号); digits after
+    # one are not (周四30号).
+    "daynum": re.compile(r"(?P<d>(?<![\d第])\d{1,2}|(?<![\d第零〇一二两三四五六七八九十])[一二三四五六七八九十]{1,3})(?P<suf>号|日)"
+                         + _DAY_NUM_STOP),
     "part": re.compile(_alt(_PART_WORDS)),
     "approx": re.compile(r"左右|前后"),
     "clock": re.compile(
