@@ -43,17 +43,20 @@ def search(ix: "FileTurnIndex", req: SearchRequest) -> list[SearchHit]:
     q_terms = terms(req.text)  # segmenting is the costly part: once per search
     content = {t for t in q_terms if is_content(t)}
     vector = None if req.vector is None else np.asarray(req.vector, dtype=np.float32).reshape(-1)
-    near = _start_near_terms(ix, vector, content)
-    pending: list[futures.Future] = [] if near is None else [near]
+    pending: list[futures.Future] = []
     try:
-        return _rank(ix, req, q_terms, content, vector, near, pending)
+        return _rank(ix, req, q_terms, content, vector, pending)
     finally:
         futures.wait(pending)  # they read the index: done before the caller may let anyone change it
 
 
 def _rank(ix: "FileTurnIndex", req: SearchRequest, q_terms: list[str], content: set[str], vector: np.ndarray | None,
-          near: "futures.Future[list[int]] | None", pending: list[futures.Future]) -> list[SearchHit]:
+          pending: list[futures.Future]) -> list[SearchHit]:
     t = ix.tuning
+    # The diary's terms nearest the query's vector that it does not hold (`expand.py`), looked up
+    # while this thread scores BM25 and the turn graph.
+    near = _look_up(ix, vector, t.expansion_weight, pending,
+                    ix.terms.nearest, vector, ix.bm25.names, content, t.expansion_terms)
     lex = ix.bm25.score(q_terms, content, ix.alive.view, ix.version)
     in_range = _range_rows(ix, req.start, req.end)
     dense_rows, dense_sims = _dense_candidates(ix, vector, t.candidates)
@@ -61,9 +64,10 @@ def _rank(ix: "FileTurnIndex", req: SearchRequest, q_terms: list[str], content: 
     if cand.size == 0:
         return []
     halves = np.stack([2 * cand, 2 * cand + 1], axis=1)
-    near_contexts = _start_context_terms(ix, vector, content, halves)
-    if near_contexts is not None:
-        pending.append(near_contexts)
+    # The rarer terms of the candidate lines whose context vectors are nearest the query's vector
+    # (`contexts.py`), looked up while this thread reads the candidates' vectors.
+    near_contexts = _look_up(ix, vector, t.context_weight, pending,
+                             ix.contexts.nearest, ix, vector, content, t.expansion_terms, halves.reshape(-1))
 
     # Per candidate row: the three cosines and the lexical scores of both halves and the turn.
     # Rows that are only neighbours of a candidate lend context; their vectors are not read.
@@ -123,13 +127,15 @@ expansion's, which needs the candidates): FAISS and numpy leave the GIL, and on 
 would add to a prompt."""
 
 
-def _start_near_terms(ix: "FileTurnIndex", vector: np.ndarray | None, content: set[str]) -> "futures.Future[list[int]] | None":
-    """The diary's terms nearest the query's vector that the query does not hold (`expand.py`), looked up
-    on another thread; None when expansion is off."""
-    t = ix.tuning
-    if vector is None or t.expansion_terms <= 0 or t.expansion_weight <= 0 or ix.terms.rows == 0:
+def _look_up(ix: "FileTurnIndex", vector: np.ndarray | None, weight: float, pending: list[futures.Future],
+             lookup, *args) -> "futures.Future[list[int]] | None":
+    """An expansion's nearest-term lookup, submitted to the helper thread and added to `pending`
+    (the search waits for all of them); None when that expansion is off."""
+    if vector is None or ix.tuning.expansion_terms <= 0 or weight <= 0 or ix.terms.rows == 0:
         return None
-    return _NEAR_TERMS.submit(ix.terms.nearest, vector, ix.bm25.names, content, t.expansion_terms)
+    future = _NEAR_TERMS.submit(lookup, *args)
+    pending.append(future)
+    return future
 
 
 def _expanded(ix: "FileTurnIndex", near: "futures.Future[list[int]] | None", halves: np.ndarray) -> np.ndarray:
@@ -139,17 +145,6 @@ def _expanded(ix: "FileTurnIndex", near: "futures.Future[list[int]] | None", hal
     ids = near.result()
     # Candidate rows are sorted and unique, so their halves in row order are too.
     return ix.bm25.score_units(ids, halves.reshape(-1), ix.alive.view, ix.version).reshape(halves.shape)
-
-
-def _start_context_terms(ix: "FileTurnIndex", vector: np.ndarray | None, content: set[str],
-                         halves: np.ndarray) -> "futures.Future[list[int]] | None":
-    """The rarer terms of the candidate lines whose context vectors are nearest the query's vector
-    (`contexts.py`), looked up on the helper thread while this one reads the candidates' vectors;
-    None when that expansion is off."""
-    t = ix.tuning
-    if vector is None or t.expansion_terms <= 0 or t.context_weight <= 0 or ix.terms.rows == 0:
-        return None
-    return _NEAR_TERMS.submit(ix.contexts.nearest, ix, vector, content, t.expansion_terms, halves.reshape(-1))
 
 
 def _candidates(ix: "FileTurnIndex", req: SearchRequest, lex, dense_rows: np.ndarray, in_range: np.ndarray) -> np.ndarray:
