@@ -22,10 +22,11 @@ are not offered until remade). A compaction renumbers the lines and keeps the ve
 yet is not offered (as in `expand.py`); lookups during a catch-up use the vectors made so far.
 
 A lookup weighs only the rare terms of the search's candidate lines (it keeps which lines hold
-which rare term): a term in no candidate line would add nothing to any candidate's score, and so
-a lookup costs what the candidates hold, not the diary's rare vocabulary (which grows with the
-diary: 11,426 terms in `bench/bench_prompt.py`'s 100,000 synthetic turns), and runs on the search's
-own thread.
+which rare term): a term in no candidate line would add nothing to any candidate's score, so the
+vector product covers the candidates' rare terms, not the diary's rare vocabulary (which grows
+with the diary: 11,426 terms in `bench/bench_prompt.py`'s 100,000 synthetic turns); the (line,
+term) pairs are scanned once, a mask over integers. It runs on the search's helper thread
+(`rank._NEAR_TERMS`) while the search reads the candidates' vectors.
 """
 
 from __future__ import annotations
@@ -87,9 +88,7 @@ class TermContexts:
         terms = np.unique(self.pair_term.view[hit])
         if terms.size == 0:
             return
-        for a, b in self.span.view[terms].tolist():
-            self.pair_term.view[a:b] = -1
-            self._dropped += b - a
+        self._drop_pairs(terms)
         self.span.view[terms] = 0
         self.made_at.view[terms] = -1
 
@@ -134,7 +133,7 @@ class TermContexts:
         """Ids of the `m` terms held by any of `units` (the search's candidate lines) whose context
         vectors are nearest `vector`, leaving out those in `skip` (the query's own) and those now
         held by more than `MAX_LINES` lines. A term in no candidate line would score nothing, so
-        only those are weighed: a lookup's cost follows the candidates, not the diary's size.
+        only those are weighed.
         Makes the vectors a recorded turn has changed first (at most `LOOKUP_LIMIT`)."""
         self.refresh(ix, LOOKUP_LIMIT)
         if m <= 0 or self.rows == 0 or units.size == 0:
@@ -203,10 +202,7 @@ class TermContexts:
     def _pair(self, tids: np.ndarray, units: np.ndarray, counts: np.ndarray, usable: np.ndarray) -> None:
         """Record which lines hold these terms (`units`: each term's `counts` lines in turn),
         dropping their earlier pairs; a term with no vector gets none."""
-        spans = self.span.view[tids]
-        for a, b in spans[spans[:, 1] > spans[:, 0]].tolist():
-            self.pair_term.view[a:b] = -1
-            self._dropped += b - a
+        self._drop_pairs(tids)
         keep = np.repeat(usable, counts)
         kept = counts * usable
         first = len(self.pair_unit) + np.r_[0, np.cumsum(kept)[:-1]]
@@ -215,6 +211,13 @@ class TermContexts:
         self.pair_term.extend(np.repeat(tids, counts)[keep])
         if self._dropped > max(GATHER, len(self.pair_unit) // 2):
             self._compact_pairs()
+
+    def _drop_pairs(self, terms: np.ndarray) -> None:
+        """Mark these terms' current pairs dropped (their spans are then rewritten by the caller)."""
+        for a, b in self.span.view[terms].tolist():
+            if b > a:
+                self.pair_term.view[a:b] = -1
+                self._dropped += b - a
 
     def _compact_pairs(self) -> None:
         live = self.pair_term.view >= 0
