@@ -16,6 +16,7 @@ from .calendar import Hit
 from .compose import Atom, Atoms, Ctx, Rule, compose, run_rules
 from .en_words import (
     COUPLE as _COUPLE,
+    FEW as _FEW,
     FEST_RX as _FEST_RX,
     FESTIVALS as _FESTIVALS,
     MONTH,
@@ -137,7 +138,7 @@ def _ago(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     today = c.today
     if n is None:
         return
-    if unit == "day" and raw in ("few", "a few", "several"):
+    if unit == "day" and raw in _FEW:
         _few_days(m, c, out)
     elif unit != "hour" and re.sub(r"\s+", " ", raw) in _COUPLE:
         out.range(m, cal.couple_ago(c.tz, today, unit), "ago")
@@ -410,12 +411,12 @@ def _shift(text: str, atom: Atom) -> tuple[int, int, int, int] | None:
     m = _SHIFT.search(text, 0, atom.s)
     if m is None:
         return None
-    word = "one" if m.group("one") else m.group("n").lower()
-    n = int(word) if word.isdigit() else _NUMS.get(re.sub(r"\s+", " ", word))
+    word = re.sub(r"\s+", " ", m.group("n") or "one").lower()
+    n = _num(word)
     if not n or n > 31:
         return None
     sign = -1 if m.group("dir").lower() == "before" else 1
-    vague = word in _COUPLE or word in ("few", "a few", "several")
+    vague = word in _COUPLE or word in _FEW
     first, last = (sign * n, sign * n) if not vague else ((-n, -1) if sign < 0 else (1, n))
     return m.start(), atom.e, first, last
 

@@ -13,6 +13,8 @@ NUMS = {
 }
 COUPLE = {"couple", "couple of", "a couple", "a couple of"}
 """Vague two: "a couple of days ago" is one to three days back, not exactly two."""
+FEW = {"few", "a few", "several"}
+"""Vague three: "a few days ago" is the week before today, not exactly three days."""
 NUMW = r"(?:\d{1,3}|a couple of|a couple|couple of|couple|a few|few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty)"
 
 WEEKDAYS = {"monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5, "sunday": 6}
