@@ -189,6 +189,69 @@ def test_broken_day_file_is_reported_not_called_empty(tmp_path, embedder):
         assert "没有任何对话记录" not in text and "2026-05-08.yaml" in text
 
 
+def test_cache_deleted_under_a_running_engine_is_not_an_error_and_is_rebuilt_at_the_next_start(tmp_path, embedder):
+    """A user clears `.cache/` while kioku runs, then keeps chatting. Before, the next turn's index
+    write re-created a short vector file by path and every later record and search of that user
+    failed ("mmap length is greater than file size": the diary skipped in every prompt, the
+    journal retrying each turn) until a restart."""
+    copy_demo(tmp_path)
+    config = diary_only_config(tmp_path)
+    before = [("p1", "我最近在学钢琴，每天练半小时音阶。", "坚持下去，手指会越来越灵活。"),
+              ("p2", "周末去爬了香山，红叶特别好看。", "秋天的香山最美了。")]
+    after = [("q1", "今天第一次去攀岩馆，爬了三条线路。", "第一次就爬三条，很厉害！")]
+    day = datetime(2026, 5, 6, 20, 0, tzinfo=TZ)
+
+    def record(orch, turns, at):
+        for i, (tid, user, reply) in enumerate(turns):
+            orch.record_turn(user, reply, user_id="ann", at=at + timedelta(minutes=i), turn_id=tid)
+        assert orch.flush(300) and not orch.background_errors, orch.background_errors
+
+    def window(orch, tag):  # unrelated chat, so the window holds none of the turns asked about
+        record(orch, [(f"{tag}{i}", f"随便聊聊{i}", f"嗯嗯{i}") for i in range(12)], NOW - timedelta(minutes=30))
+
+    def asked(orch, question, tid, text):
+        result = orch.build_prompt(question, user_id="ann", now=NOW)
+        assert not result.diagnostics, result.diagnostics
+        assert text in diary_text(result), (question, tid, diary_text(result))
+
+    orch = MemoryOrchestrator.from_config("xiaoyue", config=config, embedder=embedder)
+    record(orch, before, day)
+    cache = tmp_path / "agents/xiaoyue/.cache"
+    assert (cache / "users/ann/diary/search/vectors.f16").is_file()
+    shutil.rmtree(cache)
+    record(orch, after, day + timedelta(days=1))
+    window(orch, "w")
+    asked(orch, "我在学什么乐器？", "p1", "每天练半小时音阶")
+    asked(orch, "我第一次去攀岩馆爬了几条线路？", "q1", "爬了三条线路")
+    orch.close()
+
+    with MemoryOrchestrator.from_config("xiaoyue", config=config, embedder=embedder) as again:
+        asked(again, "我在学什么乐器？", "p1", "每天练半小时音阶")
+        asked(again, "我第一次去攀岩馆爬了几条线路？", "q1", "爬了三条线路")
+    assert (cache / "users/ann/diary/search/vectors.f16").stat().st_size > 0  # rebuilt at the start
+
+
+def test_an_engine_closed_and_reopened_in_one_process_keeps_the_shared_index(tmp_path, embedder):
+    """The diary is opened on whichever thread first needs it (the background worker's for a
+    recorded turn, the caller's for a prompt) and closed on the caller's. Its claim on the shared
+    index folder was a thread-local file lock, so a close on another thread never released it
+    (only the old engine's garbage collection did), and the reopened engine took the folder for
+    another process's and rebuilt the whole index into a private copy (deleted again at its
+    close: a full rebuild at every reopen)."""
+    copy_demo(tmp_path)
+    config = diary_only_config(tmp_path)
+    at = datetime(2026, 5, 6, 20, 0, tzinfo=TZ)
+    folder = tmp_path / "agents/xiaoyue/.cache/users/ann/diary"
+    first = MemoryOrchestrator.from_config("xiaoyue", config=config, embedder=embedder)
+    first.record_turn("我最近在学钢琴", "坚持练习", user_id="ann", at=at, turn_id="p1")  # opened on the worker
+    assert first.flush(300) and not first.background_errors
+    first.close()  # the closed engine is still referenced, as an application's old instance may be
+    with MemoryOrchestrator.from_config("xiaoyue", config=config, embedder=embedder) as second:
+        second.build_prompt("我在学什么乐器？", user_id="ann", now=at + timedelta(days=1))  # opened here
+        assert [p.name for p in folder.iterdir() if p.is_dir()] == ["search"]
+    del first
+
+
 def test_a_range_too_long_to_show_whole_answers_from_its_turns_even_when_no_word_matches(tmp_path, embedder):
     """"Where did I go in July 2026?" over a July too long for the budget, whose lines share no word
     with the question and none stands out by meaning: the month's turns are still what is shown

@@ -24,7 +24,11 @@ log = logging.getLogger(__name__)
 class FolderClaim:
     def __init__(self, shared: Path, *, owner_lock: Path) -> None:
         shared.parent.mkdir(parents=True, exist_ok=True)
-        self._owner = FileLock(str(owner_lock))
+        # Not thread-local (filelock's default): a user's index is often opened on the background
+        # worker's thread and closed on another, and a thread-local lock released there was never
+        # released at all, so a later open in the same process (a reopened engine) found the
+        # folder "owned" and rebuilt into a private copy.
+        self._owner = FileLock(str(owner_lock), thread_local=False)
         self._private_lock: FileLock | None = None
         try:
             self._owner.acquire(timeout=0)
@@ -34,7 +38,7 @@ class FolderClaim:
             # share one); its lock is taken before the folder exists, so a sweeping process
             # never finds a live copy unlocked.
             self.path = shared.with_name(f"{shared.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-            self._private_lock = FileLock(str(_lock_of(self.path)))
+            self._private_lock = FileLock(str(_lock_of(self.path)), thread_local=False)
             self._private_lock.acquire(timeout=0)
             log.info("search: another process owns %s; this one keeps its own copy", shared)
         sweep_private_copies(shared, keep=self.path)

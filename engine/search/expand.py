@@ -64,6 +64,9 @@ class TermVectors:
         self.file.reset()
         self.graph.reset()
 
+    def close(self) -> None:
+        self.file.close()
+
     def append(self, vectors: np.ndarray) -> None:
         """Vectors of the next terms, in id order."""
         vectors = np.asarray(vectors, dtype=np.float32).reshape(-1, self.dim)

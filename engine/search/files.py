@@ -356,8 +356,15 @@ class FileTurnIndex:
         user, assistant, dates = self.texts.get(row)
         return user, assistant, tuple((str(a), str(b)) for a, b in dates)
 
+    def close(self) -> None:
+        """Let go of the data files (saving is the owner's: `save`)."""
+        self.vectors.close()
+        self.texts.close()
+        self.terms.close()
+
     def clear(self) -> None:
         """Delete everything (the owner re-adds its turns)."""
+        self.close()
         shutil.rmtree(self.folder, ignore_errors=True)
         self._reset_rows()
         self.vectors.reset()

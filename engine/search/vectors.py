@@ -37,7 +37,14 @@ USER, ASSISTANT, TURN = 0, 1, 2
 
 
 class VectorFile:
-    """(rows, kinds, dim) float16, appended to, read through a memory map."""
+    """(rows, kinds, dim) float16, appended to, read through a memory map.
+
+    The file is held open from `open` / `reset` to `close`, and appends and maps go through that
+    handle, not the path: a cache folder deleted under a running process (a user clearing
+    `.cache/`) then leaves the process reading and appending its own, now unlinked, file until it
+    closes, and the next open finds the data missing and rebuilds. By path, an append re-created
+    a short file that the next map refused ("mmap length is greater than file size"), so every
+    later record and search of that user failed until a restart."""
 
     def __init__(self, path: Path, dim: int, *, kinds: int = KINDS) -> None:
         self.path = path
@@ -45,35 +52,34 @@ class VectorFile:
         self.kinds = kinds
         self._row_bytes = kinds * dim * 2
         self._map: np.ndarray | None = None
+        self._file = _HeldFile(path)
         self.rows = 0
 
     def open(self, rows: int) -> bool:
         """Use the first `rows` rows of the file (a longer file is cut back). False when the file
         holds fewer rows than that (it must then be rebuilt)."""
-        try:
-            size = self.path.stat().st_size
-        except FileNotFoundError:
-            size = 0
+        self._map = None
+        size = self._file.open()
         if size < rows * self._row_bytes:
             return False
         if size != rows * self._row_bytes:
-            os.truncate(self.path, rows * self._row_bytes)
+            self._file.truncate(rows * self._row_bytes)
         self.rows = rows
-        self._map = None
         return True
 
     def reset(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_bytes(b"")
-        self.rows = 0
         self._map = None
+        self._file.create()
+        self.rows = 0
+
+    def close(self) -> None:
+        self._map = None
+        self._file.close()
 
     def append(self, vectors: np.ndarray) -> None:
         """Append rows ((n, kinds, dim) float); not fsynced: derived data, checked on open."""
         data = np.ascontiguousarray(vectors, dtype=np.float16).reshape(-1, self.kinds, self.dim)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "ab") as f:
-            f.write(data.tobytes())
+        self._file.append(data.tobytes())
         self.rows += data.shape[0]
         self._map = None
 
@@ -82,7 +88,7 @@ class VectorFile:
             if self.rows == 0:
                 self._map = np.zeros((0, self.kinds, self.dim), dtype=np.float16)
             else:
-                self._map = np.memmap(self.path, dtype=np.float16, mode="r", shape=(self.rows, self.kinds, self.dim))
+                self._map = np.memmap(self._file.handle(), dtype=np.float16, mode="r", shape=(self.rows, self.kinds, self.dim))
         return self._map
 
     def take(self, rows: np.ndarray, kind: int | np.ndarray | None = None) -> np.ndarray:
@@ -101,6 +107,43 @@ class VectorFile:
         out = np.empty_like(got)
         out[order] = got
         return out
+
+
+class _HeldFile:
+    """One derived data file, opened once and then used through its handle (see `VectorFile`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fh = None
+
+    def handle(self):
+        if self._fh is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.path, "a+b")  # noqa: SIM115 - held until close()
+        return self._fh
+
+    def open(self) -> int:
+        """(Re)open the file at its path, created empty when missing; returns its size."""
+        self.close()
+        return os.fstat(self.handle().fileno()).st_size
+
+    def create(self) -> None:
+        """An empty file at the path (the folder re-created if it was deleted)."""
+        self.close()
+        self.handle().truncate(0)
+
+    def truncate(self, size: int) -> None:
+        self.handle().truncate(size)
+
+    def append(self, data: bytes) -> None:
+        fh = self.handle()
+        fh.write(data)  # append mode: always at the end
+        fh.flush()  # before anything maps it
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
 
 
 @functools.cache
@@ -125,13 +168,15 @@ def _float32(halves: np.ndarray) -> np.ndarray:
 
 class TextFile:
     """Each row's texts (user, assistant, resolved dates) as JSON lines in an append-only file,
-    located by end offsets, so hits are shown without reading the day files."""
+    located by end offsets, so hits are shown without reading the day files. Held open like
+    `VectorFile`, for the same reason."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.ends = np.zeros(0, dtype=np.int64)
         self._pending: list[int] = []
         self._map: mmap.mmap | None = None
+        self._file = _HeldFile(path)
 
     @property
     def rows(self) -> int:
@@ -144,24 +189,24 @@ class TextFile:
         return self.ends
 
     def open(self, ends: np.ndarray) -> bool:
-        try:
-            size = self.path.stat().st_size
-        except FileNotFoundError:
-            size = 0
+        self._unmap()
+        size = self._file.open()
         need = int(ends[-1]) if ends.size else 0
         if size < need:
             return False
         if size != need:
-            os.truncate(self.path, need)
-        self._unmap()
+            self._file.truncate(need)
         self.ends, self._pending = np.asarray(ends, dtype=np.int64), []
         return True
 
     def reset(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._unmap()
-        self.path.write_bytes(b"")
+        self._file.create()
         self.ends, self._pending = np.zeros(0, dtype=np.int64), []
+
+    def close(self) -> None:
+        self._unmap()
+        self._file.close()
 
     def append(self, records: list[list]) -> None:
         end = int(self._pending[-1]) if self._pending else (int(self.ends[-1]) if self.ends.size else 0)
@@ -171,9 +216,7 @@ class TextFile:
             end += len(blob)
             blobs.append(blob)
             self._pending.append(end)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "ab") as f:
-            f.write(b"".join(blobs))
+        self._file.append(b"".join(blobs))
 
     def get(self, row: int) -> list:
         ends = self._all_ends()
@@ -182,8 +225,7 @@ class TextFile:
             # A plain mmap: slicing it gives bytes at once (a numpy memmap makes a view object per
             # slice, a third of a search's cost of showing its ~80 lines).
             self._unmap()
-            with open(self.path, "rb") as f:
-                self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            self._map = mmap.mmap(self._file.handle().fileno(), 0, access=mmap.ACCESS_READ)
         start = int(ends[row - 1]) if row else 0
         return json.loads(self._map[start:end])
 

@@ -93,6 +93,7 @@ class _Copy:
         self.terms.stop()
         with self.lock:
             self.index.save(force=True)
+            self.index.close()
             self.claim.release()
 
 

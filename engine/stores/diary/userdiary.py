@@ -391,6 +391,7 @@ class UserDiary:
                 self.save()
             self.search.sync_token = self._fingerprint() if self._in_sync else ""
             self.search.save(force=True)
+            self.search.close()
             self._search_claim.release()
 
 
