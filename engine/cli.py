@@ -358,9 +358,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     # Process-wide settings belong to the entry point, not to library imports (one FAISS thread is
     # faster for single queries on small machines).
-    from engine.runtime import configure_threads
+    from engine.runtime import configure_threads, raise_open_file_limit
 
     configure_threads()
+    raise_open_file_limit()
     _, handler = COMMANDS[args.command]
     try:
         return handler(args)

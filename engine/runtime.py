@@ -1,7 +1,8 @@
 """Process-wide settings that only an application may choose: called by entry points, never on import.
 
-    from engine.runtime import configure_threads
+    from engine.runtime import configure_threads, raise_open_file_limit
     configure_threads()          # kioku's CLI and service do this at start; a host app may too
+    raise_open_file_limit()
 
 A library that sets thread counts when imported or when an object is built changes every other
 library in the host process behind its back, so nothing in `engine` does that except here.
@@ -35,3 +36,28 @@ def configure_threads(*, faiss_threads: int = 1, blas_threads: int = 1) -> None:
 
     # Not used as a context manager: the limits stay for the life of the process.
     threadpool_limits(limits=blas_threads, user_api="blas")
+
+
+def raise_open_file_limit() -> int | None:
+    """Raise this process's soft limit on open files to its hard limit; returns the new soft
+    limit (None where the platform has no such limit).
+
+    Each user the files diary has open holds about seven descriptors (its search index's three
+    data files, held open so that a deleted `.cache/` cannot break a running process, their
+    memory maps, and the index folder's claim), so a service with a few hundred active users
+    passes the 1,024 that many Linux systems give a process by default, and then fails with "Too
+    many open files". Servers commonly raise the soft limit to the hard one; an application that
+    manages its own limits simply does not call this."""
+    try:
+        import resource
+    except ImportError:  # Windows: no such limit
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft != resource.RLIM_INFINITY and soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError) as exc:  # macOS caps it below an "unlimited" hard limit
+            log.debug("open-file limit stays %d (%s)", soft, exc)
+            return soft
+        return hard
+    return soft

@@ -276,3 +276,19 @@ def test_configure_threads_is_where_faiss_and_blas_threads_are_set():
                          env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "2",
                               "OPENBLAS_NUM_THREADS": "2"}).stdout.split()
     assert out == ["2", "2", "[2]", "1", "[1]"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no open-file limit on Windows")
+def test_the_cli_raises_the_open_file_limit_every_open_user_needs():
+    """Each user the files diary has open holds ~7 descriptors (index files held open, their maps,
+    the folder claim), so a service with a few hundred users passed a default soft limit of 1,024.
+    The entry point raises the soft limit to the hard one; importing kioku changes nothing."""
+    code = (
+        "import resource, sys; L = resource.RLIMIT_NOFILE; hard = resource.getrlimit(L)[1]; "
+        "resource.setrlimit(L, (256, hard)); import engine.cli, engine.orchestrator; "
+        "before = resource.getrlimit(L)[0]; rc = engine.cli.main(['check', sys.argv[1]]); "
+        "print(rc, before, resource.getrlimit(L)[0] == hard)"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT / "data/agents/xiaoyue/data_base")],
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.stdout.split()[-3:] == ["0", "256", "True"], (out.stdout[-2000:], out.stderr[-2000:])

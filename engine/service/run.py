@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from engine.config import EngineConfig, open_config
 from engine.errors import ConfigError
 from engine.factory import default_config_path
-from engine.runtime import configure_threads
+from engine.runtime import configure_threads, raise_open_file_limit
 from engine.service.auth import is_loopback
 
 if TYPE_CHECKING:
@@ -79,6 +79,7 @@ def serve(
     port = port if port is not None else config.service.port
     check_bind(config, host)
     configure_threads()
+    raise_open_file_limit()
     common: dict[str, Any] = {
         "host": host, "port": port, "log_level": log_level,
         "timeout_graceful_shutdown": config.service.shutdown_grace_s,
@@ -103,6 +104,7 @@ def factory() -> "FastAPI":
     from engine.service.app import factory as app_factory
 
     configure_threads()
+    raise_open_file_limit()
     return with_exit_deadline(app_factory())
 
 
