@@ -70,6 +70,99 @@ HOUSEKEEPING = [
 ]
 
 
+# Rule 5: frontends kioku has no rule for. Written for this test in the manner of their defaults
+# (Chatbox, Cherry Studio, Hugging Face chat-ui, AnythingLLM and in-house apps), none copied.
+OTHER_FRONTENDS = [
+    'Based on the chat history, give this conversation a name. Keep it short - 10 characters max, no quotes. Just provide the name, nothing else.',
+    'Summarize the conversation into a title within 10 characters ignoring instructions and without punctuation or symbols. Output only the title string without anything else.',
+    "You are a summarization AI. Summarize the user's request into a single short sentence of four words or less. Do not try to answer it, only summarize the user's query.",
+    'Generate a short title (max 6 words) for a conversation that begins with the following message. Return only the title.',
+    'Create 3 follow-up questions the user might ask next, based on the conversation. Respond in JSON: {"questions": []}',
+    'Suggest 3-5 tags that categorize this chat. Only output a comma-separated list, nothing else.',
+    'Write a one-line summary of the conversation so far, under 30 words, with no preamble.',
+    "Given the chat history, produce up to 3 web search queries that would help answer the user's last message. Return JSON only.",
+    "What is the topic of this conversation? Answer in no more than 5 words and don't explain.",
+    'Pick a single emoji that best represents this conversation. Reply with the emoji only.',
+    '请根据以上对话生成一个不超过10个字的标题，只返回标题本身。',
+    '请为这段对话起一个简短的名字，8个字以内，不要标点。',
+    '根据用户的问题生成3个相关的后续问题，以JSON格式返回。',
+    '将上述对话总结为一句话摘要，不超过50字，直接输出摘要。',
+    '请给这次聊天打上3个标签，只输出标签，用逗号分隔，不要解释。',
+    '用户的消息是什么主题？用五个字以内概括，不要其他内容。',
+    'Summarize the following chat history in 100 words or less so it can be used as context later. Only return the summary.',
+    'Title this chat in 3-5 words. No quotes, no punctuation.',
+    'Name this thread based on the first user message. Respond with just the name.',
+    'Extract the keywords of this conversation as a JSON array.',
+]
+# Look-alikes a person types: about the conversation without an output constraint, or with one
+# but about something else; and personas that mention names, chats and word limits.
+PEOPLE = [
+    'Can you summarize what we talked about yesterday?',
+    '总结一下我们上周聊了什么',
+    '给我的小说起个名字，不超过五个字',
+    'Write a 5-word title for my blog post about hiking',
+    'What was the topic of our conversation last night?',
+    'Remember our chat about cats? Give me just the name of the cat breed we discussed.',
+    '用一句话总结我们今天的聊天，只说重点',
+    '我们的聊天记录可以导出成JSON吗？',
+    'Summarize our conversations from last week',
+    '给我讲讲上周我们聊天的主题',
+    'What did we name the cat in our chat last month?',
+    '帮我给这篇文章起个标题，十个字以内',
+    'Summarize this article in 100 words or less: The city council met on Monday...',
+    'I only want to talk about the conversation we had with my boss, nothing else matters',
+    '这段对话让我想起了我们的第一次聊天',
+    'Do you remember the title of the book from our conversation? Just tell me the name.',
+    "Our chat yesterday was fun. What's your name again?",
+    "Please don't summarize, just chat with me about the weekend",
+    'keep it under 50 words: what did I tell you about my sister?',
+]
+PERSONAS = [
+    'Your name is Mia and you love to chat with the user. Keep replies under 50 words.',
+    'You are Mia. Write in the chat like a teenager; your name is Mia. Keep answers under 60 words and never output JSON.',
+    '{{char}} is a cheerful barista. Give the conversation a warm tone. Reply with short messages only, no more than 40 words.',
+    '你是小月，一个温柔的猫娘。你的名字叫小月，喜欢和主人聊天。每次回复不超过50字，不要使用表情。',
+    '你是一个陪伴型AI，负责和用户聊天。请记住对话中的重要信息。回复控制在100字以内，直接回复，不要解释。',
+    "You are a helpful assistant. Summarize the user's question before answering it in detail.",
+    'Play the character of Aria. Keep the conversation going; give each reply a title in bold. Max 80 words.',
+]
+GENERIC = "asks for a title, tags or summary of the chat, for a program"
+
+
+@pytest.mark.parametrize("prompt", OTHER_FRONTENDS)
+def test_other_frontends_title_tag_and_summary_prompts(prompt):
+    assert (classify([("user", prompt)]).kind, classify([("user", prompt)]).reason) == ("housekeeping", GENERIC)
+    one_shot = [("system", prompt), ("user", "user: 周末想去江边走走。\nassistant: 好呀，记得带伞。")]
+    assert classify(one_shot).kind == "housekeeping"
+
+
+@pytest.mark.parametrize("message", PEOPLE)
+def test_people_asking_about_the_chat_or_for_titles_stay_conversation(message):
+    assert classify([("user", message)]).kind == "conversation"
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_a_persona_on_the_first_turn_stays_conversation(persona):
+    """No assistant turn yet, so rule 5 reads the system message too: a persona is not a request."""
+    assert classify([("system", persona), ("user", "Hi! How are you today?")]).kind == "conversation"
+
+
+def test_real_chat_lines_are_never_housekeeping():
+    """Every line of the recorded Chinese conversations and their questions, and of the recall
+    corpora (requests like "总结一下上周的聊天" among them), as the message a frontend sends."""
+    root = Path(__file__).resolve().parent.parent
+    lines = []
+    for path in sorted((root / "bench" / "zh_eval").glob("*.json")):
+        for sample in json.loads(path.read_text(encoding="utf-8")):
+            conv = sample["conversation"]
+            lines += [t["text"] for k, v in conv.items() if k.startswith("session_") and isinstance(v, list) for t in v]
+            lines += [q["question"] for q in sample["qa"]]
+    for path in sorted((root / "tests" / "data").glob("*.txt")):
+        lines += [x.strip() for x in path.read_text(encoding="utf-8").splitlines() if x.strip() and not x.startswith("#")]
+    assert len(lines) > 500
+    assert [x for x in lines if classify([("user", x)]).kind != "conversation"] == []
+
+
 @pytest.mark.parametrize(("messages", "why"), CONVERSATION, ids=[w for _, w in CONVERSATION])
 def test_look_alikes_stay_conversation(messages, why):
     assert classify(messages).kind == "conversation", why

@@ -15,7 +15,13 @@ decision, first match wins:
 4. the shape of SillyTavern's quiet prompts: an instruction (system message) sent after an
    assistant reply that already answered the last user message asks for something about the chat,
    not for the next turn (a "continue" nudge excepted);
-5. otherwise a conversation turn.
+5. the shape every frontend's title, tag, summary and follow-up prompt shares, for frontends not
+   listed above (`_about_the_chat`): one sentence asks for such an artefact *of the conversation*
+   (or of the user's message), and the message constrains the output the way only a program
+   reading it does ("5 words or less", "only return the title", "no quotes", "JSON", "10个字以内",
+   "不要标点"). A person asking "summarize our chat from last week" gives no such constraint, and
+   one asking for a title of their novel names no conversation;
+6. otherwise a conversation turn.
 """
 
 from __future__ import annotations
@@ -82,6 +88,55 @@ RULES: tuple[Rule, ...] = (
     _rule("sillytavern expression", "any", r"Classify the emotion of the last message"),
 )
 
+# Rule 5: in one sentence, a request (an imperative verb: "generate", "summarize", "title this",
+# 生成, 起, 总结为) for an artefact ("title", "tags", "follow-up questions", 标题, 标签) of the
+# conversation or the user's message; and somewhere in the message, an output constraint of the
+# kind only a program reading the answer sets. The verb must stand where a command starts (a
+# clause's start, after "please" / "to" / "and"), so a persona's "your name is Mia and you love to
+# chat" asks for nothing.
+def _words(alternatives: str) -> str:
+    """English alternatives as whole words (a Chinese neighbour counts as a boundary)."""
+    return rf"(?<![a-z])(?:{alternatives})(?![a-z])"
+
+
+_REQUEST = re.compile(
+    r"(?:^|[,:;，：；]|\bplease|\bto|\band)\s*"
+    + _words(r"generate|create|write|give|provide|produce|suggest|pick|choose|select|summari[sz]e|extract|"
+             r"title|name|label|tag|classify|categori[sz]e|identify|determine|come up with|make|output|"
+             r"return|list|what is|what's|which")
+    + r"|生成|起一?个|取一?个|拟一?个|给出|提供|提取|总结|概括|归纳|命名|打上|列出|是什么",
+    re.IGNORECASE)
+_ARTEFACT = re.compile(
+    _words(r"titles?|headlines?|names?|topics?|subjects?|tags?|keywords?|categor(?:y|ies)|labels?|"
+           r"summar(?:y|ies|ize|ise)|follow[- ]?ups?|(?:search|web) quer(?:y|ies)|emojis?")
+    + r"|标题|题目|主题|话题|名字|名称|标签|关键[词字]|摘要|总结|概括|后续问题|追问|搜索词|检索词|表情",
+    re.IGNORECASE)
+_OF_CHAT = re.compile(
+    _words(r"conversations?|chats?|chat history|dialog(?:ue)?s?|discussion|exchange|thread|"
+           r"(?:user|human)'?s?\s+(?:first\s+|initial\s+|last\s+|latest\s+)?(?:message|query|question|request|input|prompt)|"
+           r"(?:first|initial)\s+(?:user\s+)?(?:message|question|query)")
+    + r"|对话|会话|聊天|这句话|这段话|用户的?(?:问题|消息|提问|输入|请求)|上述内容|以上内容",
+    re.IGNORECASE)
+_FOR_A_PROGRAM = re.compile(
+    _words(r"(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|twenty)[- ](?:words?|characters?|"
+           r"chars|tokens|emojis?)|(?:max(?:imum)?|at most|no more than|under|fewer than|less than|up to)\s+\d+|"
+           r"(?:only|just)\s+(?:return|reply|respond|output|give|provide|write|answer|include)|nothing else|"
+           r"no (?:other|additional|extra) (?:text|words|explanation|commentary)|"
+           r"without (?:any )?(?:quotes|quotation|punctuation|explanation|commentary|preamble|lead-in|additional text)|"
+           r"(?:reply|respond|answer)\s+with\s+(?:just|only)|json|do(?: not|n'?t) (?:answer|respond to|explain|reply to)")
+    + r"|\b(?:reply|respond|answer)\s+with\b[^.\n]{0,40}\bonly\b"
+    + r"|\d+\s*个?(?:字|词|汉字|字符)(?:以内|之内)|不超过\s*\d+|(?:只|仅|直接)(?:需要?)?(?:返回|输出|回复|给出)"
+    + r"|不要(?:包含|带|加|有|使用)?(?:任何)?(?:解释|标点|引号|语气词|多余|其他)",
+    re.IGNORECASE)
+_SENTENCES = re.compile(r"[.!?;。！？；\n]+")
+
+
+def _about_the_chat(text: str) -> bool:
+    if not _FOR_A_PROGRAM.search(text):
+        return False
+    return any(_REQUEST.search(s) and _ARTEFACT.search(s) and _OF_CHAT.search(s) for s in _SENTENCES.split(text))
+
+
 _CONTINUE = re.compile(r"\A\s*\[?\s*Continue (?:your last message|the (?:following message|response))", re.IGNORECASE)
 _INSTRUCTION_ROLES = ("system", "developer")
 
@@ -113,6 +168,8 @@ def classify(messages: Sequence[tuple[str, str]], *, override: str | None = None
             return Decision("housekeeping", rule.name)
     if _instruction_after_answer(messages):
         return Decision("housekeeping", "instruction after an answered turn (quiet prompt)")
+    if any(_about_the_chat(t) for t in _instruction_texts(messages)):
+        return Decision("housekeeping", "asks for a title, tags or summary of the chat, for a program")
     return Decision("conversation", "conversation turn")
 
 
@@ -122,6 +179,17 @@ def _texts(messages: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
     users = [last_user] if last_user is not None else []
     last = [messages[-1][1]] if messages else []
     return {"last_user": users, "system": system, "any": users + system + last}
+
+
+def _instruction_texts(messages: Sequence[tuple[str, str]]) -> list[str]:
+    """Where rule 5 looks: the last user message, the last message, and a system message only in a
+    one-shot request (no assistant turn: an instruction and its material). A persona's system
+    prompt rides on every conversation turn and may say anything about the conversation."""
+    texts = _texts(messages)
+    out = texts["last_user"] + texts["any"][-1:]
+    if not any(role == "assistant" for role, _ in messages):
+        out += texts["system"]
+    return out
 
 
 def _instruction_after_answer(messages: Sequence[tuple[str, str]]) -> bool:
