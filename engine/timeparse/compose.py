@@ -142,6 +142,16 @@ def _anchor(period: Atom, inner: Atom, s: int, e: int) -> Atom | None:
     return None
 
 
+def _bare_weekday(a: Atom) -> bool:
+    return a.kind == "day" and a.bare_weekday is not None and a.hour is None and a.part is None
+
+
+def _dated(a: Atom) -> bool:
+    """A day named by its month and day of the month (a year optional), nothing added to it."""
+    return (a.kind == "day" and a.bare_weekday is None and a.month is not None and a.dom is not None
+            and a.hour is None and a.part is None)
+
+
 def _combine(a: Atom, b: Atom, lang: str) -> Atom | None:
     """Glue b onto a if they form one expression, else None."""
     if a.period is not None and a.kind == "range":
@@ -158,6 +168,13 @@ def _combine(a: Atom, b: Atom, lang: str) -> Atom | None:
         return replace(b, s=a.s, kind="day", alone_ok=True, kind_name="weekday+day_of_month")
     if a.kind == "daynum" and b.kind == "day" and b.bare_weekday is not None and b.hour is None and b.part is None:
         return replace(a, e=b.e, kind="day", alone_ok=True, kind_name="day_of_month+weekday")
+    # The same beside a full date ("Thursday, March 5", 周四3月5号, 3月5号周四): read apart, the
+    # weekday was the most recent Thursday, a second and usually wrong day. The date keeps its
+    # kind, so a yearless one in a sentence about the future still moves ahead (`tense.py`).
+    if _bare_weekday(a) and _dated(b):
+        return replace(b, s=a.s)
+    if _dated(a) and _bare_weekday(b):
+        return replace(a, e=b.e)
     if a.kind == "day" and a.part is None and b.kind == "part":
         if a.hour is not None:
             # "at 3 yesterday afternoon": the part fixes an am/pm-less hour.

@@ -27,6 +27,7 @@ from .en_words import (
     PARTS as _PARTS,
     SAFE_MONTHS as _SAFE_MONTHS,
     WD_ABBR as _WD_ABBR,
+    WD_ALONE as _WD_ALONE,
     WD_ANY,
     WEEKDAYS as _WEEKDAYS,
 )
@@ -201,7 +202,7 @@ def _weekday(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     p = re.sub(r"\s+", " ", (m.group("p") or "").lower())
     if word in _WEEKDAYS:
         wd = _WEEKDAYS[word]
-    elif p:
+    elif p or word in _WD_ALONE:
         wd = _WD_ABBR[word]
     else:
         return  # "sat", "sun", "wed" alone are ordinary words

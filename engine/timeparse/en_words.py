@@ -18,8 +18,11 @@ FEW = {"few", "a few", "several"}
 NUMW = r"(?:\d{1,3}|a couple of|a couple|couple of|couple|a few|few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty)"
 
 WEEKDAYS = {"monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5, "sunday": 6}
-WD_ABBR = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "thu": 3, "thur": 3, "thurs": 3, "fri": 4, "sat": 5, "sun": 6}
-WD_ANY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tues|thurs|thur|mon|tue|wed|thu|fri|sat|sun)"
+WD_ABBR = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "weds": 2, "thu": 3, "thur": 3, "thurs": 3, "fri": 4, "sat": 5, "sun": 6}
+WD_ALONE = frozenset({"tue", "tues", "weds", "thu", "thur", "thurs", "fri"})
+"""Abbreviations that are no English word, so they name a day without a "last" / "on" before them
+("Thurs night", "what happened Fri"); "mon", "wed", "sat", "sun" alone stay words."""
+WD_ANY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tues|thurs|thur|weds|mon|tue|wed|thu|fri|sat|sun)"
 
 MONTHS = {
     "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7,
