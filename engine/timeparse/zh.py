@@ -27,7 +27,7 @@ _WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6
 
 _DAY_WORDS = {
     "大前天": (-3, None), "前天": (-2, None), "昨天": (-1, None), "昨日": (-1, None),
-    "昨儿个": (-1, None), "昨儿": (-1, None), "今天": (0, None), "今日": (0, None),
+    "前儿个": (-2, None), "昨儿个": (-1, None), "昨儿": (-1, None), "今天": (0, None), "今日": (0, None),
     "今儿个": (0, None), "今儿": (0, None), "明天": (1, None), "明日": (1, None),
     "明儿": (1, None), "后天": (2, None), "大后天": (3, None),
     "今早": (0, "morning"), "今晨": (0, "morning"), "今晚": (0, "night"), "今夜": (0, "night"),
@@ -74,7 +74,7 @@ _WEEK_STOP = r"(?![围边到全期年岁刊报转长密旋折游])"
 
 _RX = {
     "rolling": re.compile(
-        r"(?P<pre>最近|近|过去的?|这)(?P<n>\d{1,3}|[一二两三四五六七八九十]{1,3}|几)个?"
+        r"(?P<pre>最近|近|过去的?|这)(?P<n>\d{1,3}|[一二两三四五六七八九十]{1,3}|几|半)个?"
         r"(?P<u>天|日|小时|钟头|周|星期|礼拜|月|年)"
     ),
     "rolling_vague": re.compile(r"最近这段时间|最近一段时间|这段时间|这阵子|近来|近期|最近|前几天|前些天|前些日子|前阵子|前段时间|这两天|(?<![\d一二三四五六七八九十])前两天"),
@@ -99,7 +99,7 @@ _RX = {
     # 月 may precede (上个月10号); a numeral may not (二十三号 is one number, 第10号 an ordinal).
     # A Chinese numeral after another is part of a bigger number (十四号 is not 四号); digits after
     # one are not (周四30号).
-    "daynum": re.compile(r"(?P<d>(?<![\d第])\d{1,2}|(?<![\d第零〇一二两三四五六七八九十])[一二三四五六七八九十]{1,3})(?P<suf>号|日)"
+    "daynum": re.compile(r"(?P<d>(?<![\d第])\d{1,2}|(?<![\d第零〇一二两三四五六七八九十廿卅])(?:[廿卅][一二三四五六七八九]?|[一二三四五六七八九十]{1,3}))(?P<suf>号|日)"
                          + _DAY_NUM_STOP),
     "part": re.compile(_alt(_PART_WORDS)),
     "approx": re.compile(r"左右|前后"),
@@ -117,6 +117,12 @@ _ENUM = re.compile(r"\s*(?:和|跟|与|及|、|或者|或|还是|，|,)\s*")
 
 def _rolling(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     pre, unit, raw = m.group("pre"), m.group("u"), m.group("n")
+    if raw == "半":  # 近半个月, 这半年: half a month is 15 days, half a year six months
+        if unit == "月":
+            out.range(m, cal.rolling(c.now, timedelta(days=15)), "rolling")
+        elif unit == "年":
+            out.range(m, cal.rolling_months(c.now, 6), "rolling")
+        return
     n = cn_int(raw) if raw != "几" else (3 if pre == "这" else 7)
     if n is None or n == 0:
         return

@@ -26,8 +26,9 @@ _VAGUE = r"这个时候|这时候|这会儿|此时|同期|这个时间|这段时
 
 _RX = {
     "month_part": re.compile(_MREF + r"的?" + _PART),
-    # Bare 月初 / 月底 / 中旬 mean this month; 岁月 / 个月 / 正月 / 腊月 are other words.
-    "bare_part": re.compile(r"(?<![岁个正腊冬年])月(?P<part>初(?![一二三四五六七八九十])|底|末)|(?<!月)(?P<xun>上旬|中旬|下旬)"),
+    # Bare 月初 / 月中 / 月底 / 中旬 mean this month; 岁月 / 个月 / 正月 / 腊月 are other words.
+    "bare_part": re.compile(r"(?<![岁个正腊冬年])月(?P<part>初(?![一二三四五六七八九十])|中(?![午国心间学秋旬])|底|末)"
+                           r"|(?<!月)(?P<xun>上旬|中旬|下旬)"),
     "month_week": re.compile(_MREF + r"的?(?:第(?P<n>[一二三四五1-5])个?|(?P<last>最后一个?|最后))" + _WEEK),
     "same_day": re.compile(
         r"(?:(?P<ref>大前年|前年|去年|上上个?月|上一?个?月|上上个?(?:周|星期|礼拜)|上一?个?(?:周|星期|礼拜))"

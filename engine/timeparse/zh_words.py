@@ -7,15 +7,18 @@ from datetime import date
 
 DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 
-NUM = r"(?:\d{1,2}|[零〇一二两三四五六七八九十]{1,3})"
+NUM = r"(?:\d{1,2}|[廿卅][一二三四五六七八九]?|[零〇一二两三四五六七八九十]{1,3})"
 
 
 def cn_int(s: str) -> int | None:
-    """Digits or Chinese numerals up to 99 (十二, 二十三, 两)."""
+    """Digits or Chinese numerals up to 99 (十二, 二十三, 两, 廿八)."""
     if s.isdigit():
         return int(s)
     if s in ("几",):
         return None
+    if s[:1] in ("廿", "卅"):  # 廿八 = 28, 卅一 = 31: common in written dates
+        ones = DIGITS.get(s[1:], -1) if s[1:] else 0
+        return None if ones < 0 else (20 if s[0] == "廿" else 30) + ones
     if "十" in s:
         left, _, right = s.partition("十")
         tens = DIGITS.get(left, -1) if left else 1
