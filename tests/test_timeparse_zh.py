@@ -458,6 +458,12 @@ CASES = [
     C(NOV22, "最近半年", [("最近半年", (NOV22.replace(month=5), NOV22))], id="最近半年"),
     C(NOV22, "月中那几天", [("月中", days(2026, 11, 11, 2026, 11, 20))], id="bare-月中"),
     C(NOV22, "岁月中的点滴", [], id="neg-岁月中"),
+    C(NOV22, "10.28那天我们聊了什么", [("10.28", day(2026, 10, 28))], id="dotted-date-那天"),
+    C(NOV22, "11-5晚上我说了什么", [("11-5晚上", hours(2026, 11, 5, 18, 29))], id="dashed-date-晚上"),
+    C(NOV22, "4.28号", [("4.28号", day(2026, 4, 28))], id="dotted-date-号-keeps-its-month"),
+    C(NOV22, "价格是4.28元", [], id="neg-dotted-price"),
+    C(NOV22, "版本4.28发布了", [], id="neg-dotted-version"),
+    C(NOV22, "体重下降了1.5，我很开心", [], id="neg-dotted-number-then-comma"),
     C(NOV22, "十四号", [("十四号", day(2026, 11, 14))], id="十四号-not-四号"),
     # --- edge: DST in New York ---
     C(DST_ON, "昨天", [("昨天", day(2026, 3, 8, NY))], id="dst-on-昨天-23h"),

@@ -95,6 +95,13 @@ _RX = {
     "year": re.compile(
         r"(?:(?P<y>\d{4}|[〇零一二三四五六七八九]{4})年(?!代|级|纪|前|后|龄|薪)|(?<![以之最然])(?P<yr>大前年|前年|去年|今年|明年|后年))"
     ),
+    # 4.28 / 4-28 as a date only when a day word follows (4.28那天, 4.28号, 4-28晚上): alone it is as
+    # often a price, a version or a score (4.28元, 版本4.28).
+    "md_sep": re.compile(
+        r"(?<![\d.\-/])(?P<m>1[0-2]|0?[1-9])[.\-](?P<d>3[01]|[12]\d|0?[1-9])(?:号|日)?(?![\d.\-/%])"
+        r"(?<=[号日])|(?<![\d.\-/])(?P<m2>1[0-2]|0?[1-9])[.\-](?P<d2>3[01]|[12]\d|0?[1-9])"
+        r"(?=那天|当天|那日|这天|那晚|晚上|早上|早晨|上午|中午|下午|傍晚|夜里|凌晨|半夜)"
+    ),
     "festival": re.compile(r"(?:" + _YEAR + r")?(?P<f>" + _alt(_FESTIVALS) + r")(?P<hol>假期|长假|黄金周|小长假|期间|那几天|放假)?"),
     # 月 may precede (上个月10号); a numeral may not (二十三号 is one number, 第10号 an ordinal).
     # A Chinese numeral after another is part of a bigger number (十四号 is not 四号); digits after
@@ -215,6 +222,13 @@ def _month_rel(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     out.range(m, cal.month_range(c.tz, *ym), "month", period="month")
 
 
+def _md_sep(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    month, dom = int(m.group("m") or m.group("m2")), int(m.group("d") or m.group("d2"))
+    d = cal.recent_date(c.today, month, dom)
+    if d is not None:
+        out.day(m, d, "date", year_given=False, month=month, dom=dom)
+
+
 def _date(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     month = cn_int(m.group("m"))
     if month is None or not 1 <= month <= 12:
@@ -300,6 +314,7 @@ RULES: list[Rule] = [
     (_RX["bare_weekend"], _bare_weekend),
     (_RX["month_rel"], _month_rel),
     (_RX["date"], _date),
+    (_RX["md_sep"], _md_sep),
     (_RX["year"], _year),
     (_RX["festival"], _festival),
     (_RX["daynum"], _daynum),
