@@ -37,16 +37,16 @@ _I = re.IGNORECASE
 _RX = {
     "rolling": re.compile(
         r"\b(?:(?:in|over|during|for|within)\s+)?(?P<the>the\s+)?(?P<pre>past|last|previous|recent)\s+"
-        r"(?:(?P<n>" + NUMW + r")\s+)?(?P<u>days?|hours?|weeks?|months?|years?)\b", _I),
+        r"(?:(?P<n>" + NUMW + r")\s+)?(?P<u>days?|hours?|weeks?|fortnights?|months?|years?)\b", _I),
     "recent": re.compile(r"\b(?:recently|lately|as of late|of late)\b", _I),
-    "ago": re.compile(r"\b(?P<n>" + NUMW + r")\s+(?P<u>days?|weeks?|months?|years?|hours?)\s+(?:ago|back|before now)\b", _I),
+    "ago": re.compile(r"\b(?P<n>" + NUMW + r")\s+(?P<u>days?|weeks?|fortnights?|months?|years?|hours?)\s+(?:ago|back|before now)\b", _I),
     "later": re.compile(r"\b(?:in\s+(?P<n1>" + NUMW + r")\s+(?P<u1>days?|weeks?)|(?P<n2>" + NUMW
                         + r")\s+(?P<u2>days?|weeks?)\s+from\s+(?:now|today))\b", _I),
-    "few_days": re.compile(r"\b(?:the other day|a few days ago|several days ago)\b", _I),
+    "few_days": re.compile(r"\b(?:the other (?:day|night|nite|evening|morning|afternoon)|a few days ago|several days ago)\b", _I),
     "dayword": re.compile(
         r"\b(?:(?P<dby>(?:the\s+)?day\s+before\s+yesterday)|(?P<dat>(?:the\s+)?day\s+after\s+tomorrow)"
         r"|(?P<yd>yesterday)|(?P<td>today|earlier today)|(?P<tm>tomorrow)|(?P<tn>tonight|tonite)"
-        r"|(?P<ln>last\s+night)|(?:this|earlier\s+this)\s+(?P<tp>morning|afternoon|evening))\b", _I),
+        r"|(?P<ln>last\s+(?:night|nite))|(?:this|earlier\s+this)\s+(?P<tp>morning|afternoon|evening))\b", _I),
     "day_before": re.compile(r"\bthe\s+day\s+before\b(?!\s+yesterday)", _I),
     "week": re.compile(
         r"\b(?:(?P<two_back>the\s+week\s+before\s+last)|(?P<two_fwd>the\s+week\s+after\s+next)"
@@ -78,7 +78,7 @@ _RX = {
     "festival": re.compile(
         r"\b(?:(?P<p>last|this|next|on)\s+)?(?P<f>" + _FEST_RX + r")(?:,?\s+(?:of\s+)?(?P<y>(?:19|20|21)\d{2}))?(?![\w'])", _I),
     "approx": re.compile(r"\b(?:sometime\s+|some\s*time\s+)?(?:around|approximately|roughly|circa)\b", _I),
-    "part": re.compile(r"\b(?:in\s+the\s+|at\s+|during\s+the\s+)?(?P<p>morning|afternoon|evening|night|noon|midday)\b", _I),
+    "part": re.compile(r"\b(?:in\s+the\s+|at\s+|during\s+the\s+)?(?P<p>morning|afternoon|evening|night|nite|noon|midday)\b", _I),
     "clock": re.compile(
         r"\b(?:(?:at\s+)?(?P<pre1>at|around|about|approximately|roughly)\s+)?(?P<h>\d{1,2})(?::(?P<mi>\d{2}))?\s*(?P<ap>a\.?m\.?|p\.?m\.?)(?!\w)"
         r"|\b(?:at\s+)?(?P<at>at|around|about|approximately|roughly)\s+(?P<h2>\d{1,2})(?::(?P<mi2>\d{2}))?(?:\s*o['’]?clock)?\b(?!\s*(?:%|percent|days?|weeks?|hours?|minutes?|people|of\b))"
@@ -114,7 +114,9 @@ def _rolling(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     # "last week" / "last month" are calendar periods; "the last week" and "past week" are
     # rolling windows.
     pre = m.group("pre").lower()
-    if not m.group("n") and unit != "hour" and (pre == "previous" or (pre == "last" and not m.group("the"))):
+    if unit == "fortnight":  # no calendar fortnight: "last fortnight" is the past 14 days too
+        unit, n = "week", 2 * n
+    elif not m.group("n") and unit != "hour" and (pre == "previous" or (pre == "last" and not m.group("the"))):
         return
     if unit == "day" and re.sub(r"\s+", " ", m.group("n") or "").lower() in _COUPLE:
         out.range(m, cal.calendar_days_back(c.now, 2), "rolling")  # the same rule as 这两天
@@ -139,6 +141,8 @@ def _ago(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     today = c.today
     if n is None:
         return
+    if unit == "fortnight":  # "a fortnight ago": the week two weeks back, as "two weeks ago"
+        unit, n, raw = "week", 2 * n, str(2 * n)
     if unit == "day" and raw in _FEW:
         _few_days(m, c, out)
     elif unit != "hour" and re.sub(r"\s+", " ", raw) in _COUPLE:
@@ -191,6 +195,8 @@ def _week(m: re.Match[str], c: Ctx, out: Atoms) -> None:
 def _weekend(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     p = re.sub(r"\s+", " ", (m.group("p") or "").lower())
     offset = -2 if m.group("wb") else {"last": -1, "the previous": -1, "this": 0, "next": 1, "this coming": 1}.get(p)
+    if p == "this past" and c.today.weekday() >= 5:
+        offset = -1  # asked on a Saturday or Sunday, "this past weekend" is the one that ended
     if offset is None:
         out.range(m, cal.recent_weekend(c.tz, c.today), "weekend", bare_weekday=5)
     else:
@@ -293,6 +299,8 @@ def _iso(m: re.Match[str], c: Ctx, out: Atoms) -> None:
 
 def _mdy(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     mo, dd = int(m.group("m")), int(m.group("d"))
+    if mo > 12 and dd <= 12:  # 28/4 cannot be month/day: day/month, as most of the world writes it
+        mo, dd = dd, mo
     if m.group("y"):
         y = int(m.group("y"))
         d = cal.valid_date(y + 2000 if y < 100 else y, mo, dd)

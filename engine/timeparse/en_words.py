@@ -52,5 +52,5 @@ FESTIVALS = {
 }
 FEST_RX = "|".join(re.escape(k) for k in sorted(FESTIVALS, key=len, reverse=True)).replace("'", "['’]")
 
-PARTS = {"morning": "morning", "afternoon": "afternoon", "evening": "evening", "night": "night",
+PARTS = {"morning": "morning", "afternoon": "afternoon", "evening": "evening", "night": "night", "nite": "night",
           "noon": "noon", "midday": "noon"}
