@@ -102,6 +102,22 @@ def test_requests_phrased_as_instructions_get_the_asked_day(orch, request_, day_
         assert shown(result, tid), (request_, tid, diary_text(result))
 
 
+@pytest.mark.parametrize(
+    "message, day_turns",
+    [
+        ("tell me again what I said yesterday", ["e1", "e2"]),
+        ("any idea what I told you yesterday", ["e1", "e2"]),
+        ("接着昨天的话题说", ["e1", "e2"]),
+    ],
+)
+def test_recall_asked_without_a_question_mark_gets_the_asked_day(orch, message, day_turns):
+    """A request or question with no "?" and no wh-word at its start: before, the diary answered
+    none of these from yesterday (its turns reached the prompt only through the rolling summary)."""
+    result = orch.build_prompt(message, user_id="amy", now=NOW)
+    for tid in day_turns:
+        assert TEXTS[tid][0] in diary_text(result), (message, tid, diary_text(result))
+
+
 @pytest.mark.parametrize("message", ["今天天气真好", "晚安", "How are you?", "好累啊", "Good night!"])
 def test_unrelated_messages_inject_no_diary_lines(orch, message):
     result = orch.build_prompt(message, user_id="amy", now=NOW)

@@ -29,7 +29,8 @@ _ZH_MEMORY = re.compile(
     r"(聊|谈|说|讲|提|问|告诉|跟你说|和你说|对你说)(了|过|到)?(些)?(什么|啥|哪些|些啥|几件|多少)|"
     r"(聊|谈|讲|提|告诉|问)过|跟你说过|和你说过|对你说过|说过|提到过|"
     r"我们.{0,6}(聊|谈|说|讲)|咱们.{0,6}(聊|谈|说|讲)|咱.{0,4}(聊|谈)|"
-    r"发生了什么|发生过什么|(都|还)?干了(些)?(什么|啥)|都做了(些)?(什么|啥)|什么来着|啥来着"
+    r"发生了什么|发生过什么|(都|还)?干了(些)?(什么|啥)|都做了(些)?(什么|啥)|什么来着|啥来着|"
+    r"(接着|继续)[^，。！？,.!?]{0,8}(聊|话题)"
 )
 # A question about what I / we did: subject, a past marker, then a question word.
 _ZH_PAST_QUESTION = re.compile(
@@ -42,8 +43,10 @@ _ZH_PAST_QUESTION = re.compile(
 _EN_MEMORY = re.compile(
     r"\b(remember|recall|remind me|forgot|forget|"
     r"(talk|talked|chat|chatted|speak|spoke|discuss|discussed)\s+about|"
-    r"did (i|we) (tell|say|mention|talk|chat|discuss|ask)|"
+    r"did(n'?t| not)? (i|we) (tell|say|mention|talk|chat|discuss|ask)|(have|haven'?t) (i|we) (told|said|mentioned)|"
     r"(i|we) (told|said|mentioned|talked|chatted|discussed)\b.*\?|"
+    r"(i|we) (told|said|mentioned)\b[^.!?]*,\s*(what|where|who|when|how)\s+(was|is|were|did)\b|"
+    r"\bwhat (i|we) (told|said|mentioned|talked about|discussed|chatted about)|"
     r"what (have|had) (i|we)\b|what was (i|it i|it we)|what were we)\b",
     re.IGNORECASE,
 )
@@ -67,7 +70,7 @@ _EN_REQUEST = re.compile(
     r"(?:^|[.!?]\s+|\b(?:please|now|so|ok|okay|hey|and|just|then)[,!]?\s+)"
     r"(?:summari[sz]e|recap|list|describe|review|go (?:over|through)|walk me through|fill me in on"
     r"|give me (?:a |an )?(?:quick |short |brief )?(?:recap|summary|rundown|overview))\b"
-    r"|\btell me (?:about|what|how|everything|more about)\b",
+    r"|\btell me (?:again |once more )?(?:about|what|how|everything|more about)\b",
     re.IGNORECASE,
 )
 
@@ -75,7 +78,8 @@ _EN_REQUEST = re.compile(
 # A question: a question mark, or an interrogative word. Only asked together with a past range.
 _ZH_QUESTION = re.compile(r"[?？]|吗|什么|啥|哪|谁|(?<![前这那好十])几[点号月天个次]|怎么|怎样|为什么|为啥|多少|是否|有没有|是不是|如何|呢\s*$")
 _EN_QUESTION = re.compile(
-    r"\?|^\s*(what|when|where|who|whom|whose|which|why|how|did|do|does|was|were|is|are|can|could|have|had)\b",
+    r"\?|^\s*(what|when|where|who|whom|whose|which|why|how|did|do|does|was|were|is|are|can|could|have|had|"
+    r"didn'?t|don'?t|wasn'?t|weren'?t|haven'?t|hadn'?t|any idea)\b",
     re.IGNORECASE,
 )
 
