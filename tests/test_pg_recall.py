@@ -38,6 +38,7 @@ QUESTIONS = [
     "七月我在读什么书？",  # a content question with a range
     "Did I go hiking with anyone?",
     "今天天气真好",  # small talk: nothing on either
+    "上次我们聊到哪了？",  # the previous sitting: found in the diary, no calendar time
 ]
 
 

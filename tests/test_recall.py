@@ -118,6 +118,31 @@ def test_recall_asked_without_a_question_mark_gets_the_asked_day(orch, message, 
         assert TEXTS[tid][0] in diary_text(result), (message, tid, diary_text(result))
 
 
+def test_last_time_is_the_previous_sitting(tmp_path, embedder):
+    """"上次我们聊到哪了" names no calendar time: it is the sitting before the current one, which
+    only the diary knows (in a new chat the window holds none of it)."""
+    copy_demo(tmp_path)
+    earlier = datetime(2026, 5, 1, 20, 0, tzinfo=TZ)
+    last = datetime(2026, 5, 6, 21, 0, tzinfo=TZ)
+    with MemoryOrchestrator.from_config("xiaoyue", config=diary_only_config(tmp_path), embedder=embedder) as orch:
+        for tid, at, user, reply in [("j1", earlier, "我在考虑换工作，想去做产品经理。", "产品经理很考验沟通能力。"),
+                                     ("g1", last, "今天学了一首新歌，叫《晴天》。", "周杰伦的经典！"),
+                                     ("g2", last + timedelta(minutes=3), "我练了一晚上吉他和弦。", "手指疼不疼？")]:
+            orch.record_turn(user, reply, user_id="ann", chat_id="old", at=at, turn_id=tid)
+        assert orch.flush(300)
+        for question in ("上次我们聊到哪了？", "where did we leave off?", "What did we talk about last time?"):
+            text = diary_text(orch.build_prompt(question, user_id="ann", chat_id="new", now=NOW))
+            assert "今天学了一首新歌" in text and "我练了一晚上吉他和弦" in text, (question, text)
+            assert "产品经理" not in text, (question, text)
+        # Mid-sitting (a turn ten minutes ago), "last time" is still the sitting before.
+        orch.record_turn("今天好累", "早点休息", user_id="ann", chat_id="now", at=NOW - timedelta(minutes=10), turn_id="n1")
+        assert orch.flush(300)
+        text = diary_text(orch.build_prompt("上次我们聊到哪了？", user_id="ann", chat_id="now", now=NOW))
+        assert "我练了一晚上吉他和弦" in text, text
+        # A statement about another "last time" is no question about the conversation.
+        assert diary_text(orch.build_prompt("上次去日本的时候下雨了", user_id="ann", chat_id="new", now=NOW)) == ""
+
+
 @pytest.mark.parametrize("message", ["今天天气真好", "晚安", "How are you?", "好累啊", "Good night!"])
 def test_unrelated_messages_inject_no_diary_lines(orch, message):
     result = orch.build_prompt(message, user_id="amy", now=NOW)

@@ -29,7 +29,8 @@ from engine.paths import CharacterPaths
 from engine.search.base import SearchHit, SearchRequest, Side
 from engine.stores.base import Hit, Query
 from engine.stores.diary.entry import DiaryEntry
-from engine.stores.diary.recall import clip_to_past, decide, is_question, recall_cue
+from engine.stores.diary.recall import RecallDecision, clip_to_past, decide, is_question, recall_cue
+from engine.timeparse import TimeExpression
 from engine.stores.diary.render import (
     NOTE_RESERVE, STORE, RangeTurns, digest_hits, fmt_range, omitted_hit, omitted_note, raw_hits, search_hits,
 )
@@ -45,6 +46,22 @@ RAW_CANDIDATES = 400
 MIN_SEARCH_TOKENS = 40
 SEARCH_K = 80
 """Search results asked for (more than fit: some are skipped as duplicates of the window)."""
+
+# "上次我们聊到哪了", "what did we talk about last time", "where did we leave off": the last time
+# is no calendar day but the previous sitting (turns no more than SITTING_GAP_S apart), which only
+# the diary knows. Only when the message names no calendar time ("上周我们聊到哪了" is last week),
+# and only about the conversation itself: "上次你推荐的那本书" means the last time a book came up.
+_LAST_SITTING = re.compile(
+    r"(?:上[次回]|上一[次回])(?:我们|咱们|咱|你我|我和你|跟你|和你)?[^，。！？,.!?]{0,3}?(?:聊|谈|说到|讲到|说了|讲了)"
+    r"|\blast time (?:we|i) (?:talked|chatted|spoke|discussed|talk|chat|speak)\b"
+    r"|\b(?:what|where) did we (?:talk|chat|speak)\b[^.?!]{0,30}\blast time\b"
+    r"|\bwhere (?:did )?we (?:left|leave) off\b|\bwhere were we\b",
+    re.IGNORECASE,
+)
+SITTING_GAP_S = 3600
+"""Turns further apart than this are different sittings (as the search's `Tuning.session_gap_s`)."""
+SITTING_LOOKBACK_DAYS = (2, 30, 400)
+"""How far back the previous sitting is looked for, widening only when nothing was found."""
 
 _EN_SELF = re.compile(r"\b(i|me|my|mine|myself)\b", re.IGNORECASE)
 _EN_OTHER = re.compile(r"\b(you|your|yours|yourself)\b", re.IGNORECASE)
@@ -180,10 +197,17 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
     vector = message_vector(query)
     window = {" ".join(m.get("content", "").split()) for m in query.recent}
     side = side_of(query.message, names)
-    text = search_text(query.message, [e.span for e in expressions], names)
+    sitting = _LAST_SITTING.search(query.message) if not expressions else None
+    text = search_text(query.message, [e.span for e in expressions] + ([sitting.span()] if sitting else []), names)
     budget = how.budget
     hits: list[Hit] = []
     with source.hold():
+        if sitting is not None:
+            previous = previous_sitting(source, now)
+            if previous is not None:
+                expr = TimeExpression(sitting.group(0), *previous, sitting.span(), "", "previous_sitting")
+                ranges.append((expr, previous))
+                decision = RecallDecision(True, sitting.group(0))
         span = None
         covered: set[str] = set()
         in_range_total = 0
@@ -222,6 +246,26 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
             if span:
                 hits += omitted_note(how.prompts, ranges, in_range_total, lines, found)
     return hits
+
+
+def previous_sitting(source: DiarySource, now: datetime) -> tuple[datetime, datetime] | None:
+    """[first turn, last turn + 1 s) of the sitting before the current one (the current one: turns
+    up to SITTING_GAP_S before now), or None when the diary has none."""
+    end = int(now.timestamp())
+    for days in SITTING_LOOKBACK_DAYS:
+        ts = source.span(end - days * 86400, end + 1, None, lambda n, dropped: "").ts
+        if not ts.size:
+            continue
+        ts = np.sort(ts)
+        breaks = np.flatnonzero(np.diff(ts) > SITTING_GAP_S)
+        starts, stops = np.r_[0, breaks + 1], np.r_[breaks, ts.size - 1]
+        k = starts.size - 1
+        if end - int(ts[stops[k]]) <= SITTING_GAP_S:
+            k -= 1  # the sitting under way (its turns are in the window)
+        if k >= 0:
+            tz = now.tzinfo
+            return (datetime.fromtimestamp(int(ts[starts[k]]), tz), datetime.fromtimestamp(int(ts[stops[k]]) + 1, tz))
+    return None
 
 
 def _has_content(text: str, cue: str) -> bool:
