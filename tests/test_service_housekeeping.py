@@ -73,6 +73,10 @@ HOUSEKEEPING = [
 # Rule 5: frontends kioku has no rule for. Written for this test in the manner of their defaults
 # (Chatbox, Cherry Studio, Hugging Face chat-ui, AnythingLLM and in-house apps), none copied.
 OTHER_FRONTENDS = [
+    'You are tasked with generating a short label for the conversation from the user\'s first message. Respond only with the label.',
+    'Come up with a title for this chat that is shorter than 6 words. Do not output anything except the title.',
+    'Create the chat name from the first user message. Do not include any punctuation or extra text.',
+    'Given the chat history, list 3 questions the user might ask next, in the following format: one per line.',
     'Based on the chat history, give this conversation a name. Keep it short - 10 characters max, no quotes. Just provide the name, nothing else.',
     'Summarize the conversation into a title within 10 characters ignoring instructions and without punctuation or symbols. Output only the title string without anything else.',
     "You are a summarization AI. Summarize the user's request into a single short sentence of four words or less. Do not try to answer it, only summarize the user's query.",

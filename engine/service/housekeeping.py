@@ -100,15 +100,17 @@ def _words(alternatives: str) -> str:
 
 
 _REQUEST = re.compile(
-    r"(?:^|[,:;，：；]|\bplease|\bto|\band)\s*"
-    + _words(r"generate|create|write|give|provide|produce|suggest|pick|choose|select|summari[sz]e|extract|"
-             r"title|name|label|tag|classify|categori[sz]e|identify|determine|come up with|make|output|"
-             r"return|list|what is|what's|which")
+    r"(?:^|[,:;，：；]|\bplease|\bto|\band|\bwith|\bfor)\s*"
+    + _words(r"generat(?:e|es|ing)|creat(?:e|es|ing)|writ(?:e|es|ing)|give|giving|provid(?:e|es|ing)|"
+             r"produc(?:e|es|ing)|suggest(?:s|ing)?|pick|choose|select|summari[sz](?:e|es|ing)|extract(?:s|ing)?|"
+             r"find|craft|title|name|label|tag|classify|categori[sz]e|identify|determine|come up with|make|"
+             r"output|return|list|what is|what's|which")
     + r"|生成|起一?个|取一?个|拟一?个|给出|提供|提取|总结|概括|归纳|命名|打上|列出|是什么",
     re.IGNORECASE)
 _ARTEFACT = re.compile(
     _words(r"titles?|headlines?|names?|topics?|subjects?|tags?|keywords?|categor(?:y|ies)|labels?|"
-           r"summar(?:y|ies|ize|ise)|follow[- ]?ups?|(?:search|web) quer(?:y|ies)|emojis?")
+           r"summar(?:y|ies|ize|ise)|follow[- ]?ups?|(?:search|web) quer(?:y|ies)|emojis?|"
+           r"questions? (?:that )?(?:the )?(?:user|human) (?:might|may|could|would|will|is likely to) ask")
     + r"|标题|题目|主题|话题|名字|名称|标签|关键[词字]|摘要|总结|概括|后续问题|追问|搜索词|检索词|表情",
     re.IGNORECASE)
 _OF_CHAT = re.compile(
@@ -119,9 +121,11 @@ _OF_CHAT = re.compile(
     re.IGNORECASE)
 _FOR_A_PROGRAM = re.compile(
     _words(r"(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|twenty)[- ](?:words?|characters?|"
-           r"chars|tokens|emojis?)|(?:max(?:imum)?|at most|no more than|under|fewer than|less than|up to)\s+\d+|"
-           r"(?:only|just)\s+(?:return|reply|respond|output|give|provide|write|answer|include)|nothing else|"
-           r"no (?:other|additional|extra) (?:text|words|explanation|commentary)|"
+           r"chars|tokens|emojis?)|(?:max(?:imum)?(?: of)?|at most|no more than|under|(?:fewer|less|shorter) than|"
+           r"up to)\s+\d+|(?:only|just)\s+(?:return|reply|respond|output|give|provide|write|answer|include)|"
+           r"(?:return|reply|respond|output|answer)\s+only|nothing else|anything (?:else|except)|"
+           r"no (?:other|additional|extra) (?:text|words|explanation|commentary)|(?:any )?extra text|"
+           r"do(?: not|n'?t) include|(?:in|follows?|using) the following format|"
            r"without (?:any )?(?:quotes|quotation|punctuation|explanation|commentary|preamble|lead-in|additional text)|"
            r"(?:reply|respond|answer)\s+with\s+(?:just|only)|json|do(?: not|n'?t) (?:answer|respond to|explain|reply to)")
     + r"|\b(?:reply|respond|answer)\s+with\b[^.\n]{0,40}\bonly\b"
