@@ -411,15 +411,17 @@ def _resolve_day_before(text: str, out: list[Atom]) -> None:
 
 
 # Before a day: "the day before Christmas", "two days after May 4th", "a few days before the 30th".
-_SHIFT = re.compile(r"(?:\bthe\s+)?\b(?:(?P<one>day)|(?P<n>" + NUMW + r")\s+days?)\s+(?P<dir>before|after)\s+$", _I)
+_SHIFT = re.compile(r"(?:\bthe\s+)?\b(?:(?P<one>day)|(?P<week>week)|(?P<n>" + NUMW + r")\s+days?)\s+(?P<dir>before|after)\s+$", _I)
 
 
 def _shift(text: str, atom: Atom) -> tuple[int, int, int, int] | None:
     """"N days before X" is one day, N before X; a vague count ("a couple of", "a few") is the days
-    up to it, like "a couple of days ago"."""
+    up to it, like "a couple of days ago"; "the week before X" the seven days up to it."""
     m = _SHIFT.search(text, 0, atom.s)
     if m is None:
         return None
+    if m.group("week"):  # "the week before Christmas": the seven days up to it
+        return m.start(), atom.e, *((-7, -1) if m.group("dir").lower() == "before" else (1, 7))
     word = re.sub(r"\s+", " ", m.group("n") or "one").lower()
     n = _num(word)
     if not n or n > 31:

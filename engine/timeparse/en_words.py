@@ -48,7 +48,10 @@ FESTIVALS = {
     "mid-autumn festival": "mid_autumn", "mid autumn festival": "mid_autumn",
     "dragon boat festival": "dragon_boat", "lantern festival": "lantern",
     "april fools' day": "april_fools", "april fools day": "april_fools", "april fool's day": "april_fools",
-    "may day": "labour_day",
+    # "Labor Day" as the US writes it is September's; "Labour Day" as most of the world (and
+    # Chinese users writing English for 劳动节) writes it is May 1st.
+    "may day": "labour_day", "labour day": "labour_day", "labor day": "labor_day_us",
+    "memorial day": "memorial_day",
 }
 FEST_RX = "|".join(re.escape(k) for k in sorted(FESTIVALS, key=len, reverse=True)).replace("'", "['’]")
 

@@ -335,14 +335,16 @@ def _near_not_recent(text: str, pos: int) -> bool:
 
 
 # After a day: 国庆节前一天 (the day before), 5月4号的后两天 (the two days after), 除夕之前三天.
-_SHIFT = re.compile(r"的?(?:之|以)?(?P<dir>前|后)(?P<n>\d{1,2}|[一二两三四五六七八九十]{1,3})天")
+_SHIFT = re.compile(r"的?(?:之|以)?(?P<dir>前|后)(?:(?P<n>\d{1,2}|[一二两三四五六七八九十]{1,3})天|(?P<week>一个?(?:周|星期|礼拜)))")
 
 
 def _shift(text: str, atom: Atom) -> tuple[int, int, int, int] | None:
     """前N天 after a day is the N days before it, 后N天 the N days after (N = 1: the day before /
     after); without a day in front, 前两天 is the rolling "past couple of days" (`_rolling_vague`)."""
     m = _SHIFT.match(text, atom.e)
-    n = cn_int(m.group("n")) if m else None
+    if m is not None and m.group("week"):  # 国庆节前一周: the seven days before it
+        return atom.s, m.end(), *((-7, -1) if m.group("dir") == "前" else (1, 7))
+    n = cn_int(m.group("n")) if m and m.group("n") else None
     if m is None or not n or n > 31:
         return None
     first, last = (-n, -1) if m.group("dir") == "前" else (1, n)
