@@ -466,6 +466,9 @@ CASES = [
     C(NOV22, "体重下降了1.5，我很开心", [], id="neg-dotted-number-then-comma"),
     C(NOV22, "国庆节前一周我们聊了什么", [("国庆节前一周", days(2026, 9, 24, 2026, 9, 30))], id="国庆节前一周-not-from-now-until"),
     C(NOV22, "国庆节后一个星期", [("国庆节后一个星期", days(2026, 10, 2, 2026, 10, 8))], id="国庆节后一个星期"),
+    C(NOV22, "两个小时前我说了啥", [("两个小时前", (NOV22 - timedelta(hours=3), NOV22 - timedelta(hours=1)))], id="两个小时前"),
+    C(NOV22, "半小时前", [("半小时前", (NOV22 - timedelta(hours=1), NOV22))], id="半小时前-the-last-hour"),
+    C(NOV22, "三小时后见", [], id="neg-三小时后-future"),
     C(NOV22, "十四号", [("十四号", day(2026, 11, 14))], id="十四号-not-四号"),
     # --- edge: DST in New York ---
     C(DST_ON, "昨天", [("昨天", day(2026, 3, 8, NY))], id="dst-on-昨天-23h"),

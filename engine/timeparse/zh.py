@@ -79,7 +79,7 @@ _RX = {
     ),
     "rolling_vague": re.compile(r"最近这段时间|最近一段时间|这段时间|这阵子|近来|近期|最近|前几天|前些天|前些日子|前阵子|前段时间|这两天|(?<![\d一二三四五六七八九十])前两天"),
     "ago": re.compile(
-        r"(?P<n>\d{1,3}|[一二两三四五六七八九十]{1,3}|几|半)个?(?P<u>天|日|周|星期|礼拜|月|年)(?:之|以)?(?P<dir>前|后)"
+        r"(?P<n>\d{1,3}|[一二两三四五六七八九十]{1,3}|几|半)个?(?P<u>天|日|小时|钟头|周|星期|礼拜|月|年)(?:之|以)?(?P<dir>前|后)"
     ),
     "dayword": re.compile(_alt(_DAY_WORDS)),
     "week": re.compile(
@@ -172,6 +172,14 @@ def _ago(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     if raw == "几":
         if unit in ("天", "日") and sign < 0:
             out.range(m, cal.days_range(c.tz, today - timedelta(days=7), today - timedelta(days=1)), "few_days_ago")
+        return
+    if unit in ("小时", "钟头"):
+        # As "an hour ago": a two-hour window around the moment (半小时前: the last hour).
+        n = 0 if raw == "半" else (cn_int(raw) if raw != "几" else None)
+        if n is not None and sign < 0:
+            start, _ = cal.rolling(c.now, timedelta(hours=n + 1))
+            end, _ = cal.rolling(c.now, timedelta(hours=max(n - 1, 0)))
+            out.range(m, (start, end), "ago")
         return
     if raw == "半":
         if unit == "年":
