@@ -175,6 +175,10 @@ def _combine(a: Atom, b: Atom, lang: str) -> Atom | None:
         return replace(b, s=a.s)
     if _dated(a) and _bare_weekday(b):
         return replace(a, e=b.e)
+    if a.kind == "range" and b.kind == "part":
+        # 前几天晚上, "the past few days in the evening": the part of several days is those days
+        # (a range holds no part of day); read apart, 晚上 became tonight, a wrong extra range.
+        return replace(a, e=b.e)
     if a.kind == "day" and a.part is None and b.kind == "part":
         if a.hour is not None:
             # "at 3 yesterday afternoon": the part fixes an am/pm-less hour.

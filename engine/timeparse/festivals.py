@@ -40,6 +40,11 @@ def _fixed(month: int, day: int) -> FestivalFn:
     return lambda year: date(year, month, day)
 
 
+def lunar_day(month: int, day: int) -> FestivalFn:
+    """A lunar month's day (正月初五, 腊月二十三) as a festival: its Gregorian date in a given year."""
+    return _lunar_fn(month, day)
+
+
 def _lunar_fn(month: int, day: int) -> FestivalFn:
     def resolve(year: int) -> date:
         # Late lunar months (腊八) fall in January of the next Gregorian year:
@@ -47,6 +52,10 @@ def _lunar_fn(month: int, day: int) -> FestivalFn:
         d = lunar_to_solar(year, month, day)
         return d if d.year == year else lunar_to_solar(year - 1, month, day)
 
+    # A Gregorian year may hold two of a late lunar month's days (腊八 2022: January 10th and
+    # December 30th) or none (冬月十五 2025), so "the most recent" is found among the occurrences
+    # themselves (`festival_date`), not year by year.
+    resolve.lunar = (month, day)  # type: ignore[attr-defined]
     return resolve
 
 
@@ -112,16 +121,23 @@ FESTIVALS: dict[str, FestivalFn] = {
 }
 
 
-def festival_date(key: str, today: date, *, year: int | None = None, mode: str = "recent") -> date:
+def festival_date(key: str | FestivalFn, today: date, *, year: int | None = None, mode: str = "recent") -> date:
     """Resolve a festival.
 
     mode: ``recent`` = the coming occurrence when it is at most NEAR_DAYS ahead, else the most
     recent one not after today; ``last`` = most recent strictly before today; ``next`` = first
     strictly after today. An explicit ``year`` wins over the mode.
     """
-    fn = FESTIVALS[key]
+    fn = FESTIVALS[key] if isinstance(key, str) else key
     if year is not None:
         return fn(year)
+    lunar = getattr(fn, "lunar", None)
+    if lunar is not None:
+        every = sorted(lunar_to_solar(y, *lunar) for y in range(today.year - 2, today.year + 2))
+        ahead = next(d for d in every if d > today)
+        if mode == "next" or (mode == "recent" and (ahead - today).days <= NEAR_DAYS):
+            return ahead
+        return max(d for d in every if d < today or (d == today and mode != "last"))
     coming = fn(today.year)
     if coming <= today:
         coming = fn(today.year + 1)

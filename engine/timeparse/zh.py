@@ -16,7 +16,7 @@ from . import calendar as cal
 from . import zh_periods
 from .calendar import Hit
 from .compose import Atom, Atoms, Ctx, Rule, compose, run_rules
-from .festivals import festival_date
+from .festivals import festival_date, lunar_day
 from .zh_words import NUM, cn_int
 from .zh_words import YEAR as _YEAR
 from .zh_words import period_offset as _week_offset
@@ -102,7 +102,13 @@ _RX = {
         r"(?<=[号日])|(?<![\d.\-/])(?P<m2>1[0-2]|0?[1-9])[.\-](?P<d2>3[01]|[12]\d|0?[1-9])"
         r"(?=那天|当天|那日|这天|那晚|晚上|早上|早晨|上午|中午|下午|傍晚|夜里|凌晨|半夜)"
     ),
-    "festival": re.compile(r"(?:" + _YEAR + r")?(?P<f>" + _alt(_FESTIVALS) + r")(?P<hol>假期|长假|黄金周|小长假|期间|那几天|放假)?"),
+    "festival": re.compile(r"(?:" + _YEAR + r")?(?P<f>" + _alt(_FESTIVALS) + r")(?P<hol>假期|长假|黄金周|小长假|期间|那几天|放假|七天)?"),
+    # A day of the unmistakably lunar months (正月初五, 大年初三, 腊月二十三, 冬月十五); 二月 ... 十一月 are
+    # Gregorian months in everyday speech.
+    "lunar_day": re.compile(
+        r"(?:" + _YEAR + r")?(?P<lm>正月|大年|冬月|腊月)(?P<ld>初[一二三四五六七八九十]|廿[一二三四五六七八九]?|"
+        r"二十[一二三四五六七八九]?|十[一二三四五六七八九]?|三十)"
+    ),
     # 月 may precede (上个月10号); a numeral may not (二十三号 is one number, 第10号 an ordinal).
     # A Chinese numeral after another is part of a bigger number (十四号 is not 四号); digits after
     # one are not (周四30号).
@@ -282,6 +288,23 @@ def _festival(m: re.Match[str], c: Ctx, out: Atoms) -> None:
         out.day(m, d, "festival")
 
 
+_LUNAR_MONTHS = {"正月": 1, "大年": 1, "冬月": 11, "腊月": 12}
+
+
+def _lunar_day(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    if m.group(0) in _FESTIVALS:
+        return  # 正月十五, 腊月三十 ...: the festival's own rule (腊月三十 is the eve even in a 29-day 腊月)
+    raw = m.group("ld")
+    day = cn_int(raw[1:]) if raw.startswith("初") else cn_int(raw)
+    if day is None or not 1 <= day <= 30:
+        return
+    try:
+        d = festival_date(lunar_day(_LUNAR_MONTHS[m.group("lm")], day), c.today, year=_year_of(m, c.today))
+    except (ValueError, IndexError, KeyError, TypeError):
+        return  # a day the lunar month does not have (a 29-day 腊月's 三十)
+    out.day(m, d, "festival")
+
+
 def _daynum(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     dom = cn_int(m.group("d"))
     if dom is None or not 1 <= dom <= 31:
@@ -325,6 +348,7 @@ RULES: list[Rule] = [
     (_RX["md_sep"], _md_sep),
     (_RX["year"], _year),
     (_RX["festival"], _festival),
+    (_RX["lunar_day"], _lunar_day),
     (_RX["daynum"], _daynum),
     (_RX["part"], _part),
     (_RX["approx"], _approx),
