@@ -306,6 +306,30 @@ def _same_month(a: Atom, b: Atom) -> Atom:
 
 
 DayShift = Callable[[str, Atom], "tuple[int, int, int, int] | None"]
+
+
+@dataclass(frozen=True)
+class Since:
+    """How a language says "from then until now" around an expression: words before it that are
+    enough alone ("since", 自从) and words after it (以来, 到现在, 至今, "till now", "so far")."""
+
+    before: re.Pattern[str]
+    """Found ending where the expression starts ("since Monday"), or opening the expression itself
+    (a rule that took "since" into its match: "since 2024")."""
+    after: re.Pattern[str]
+    """Matched right after the expression."""
+
+
+def _since(hit: Hit, text: str, since: Since, tz: tzinfo, today: date) -> Hit:
+    """The expression stretched to the end of today when it says "since" (the caller clips the
+    future): "since Monday", 上周以来, 从周一到现在 are the whole stretch, not that day alone."""
+    s, e = hit.span
+    before = next((m for m in since.before.finditer(text, max(0, s - 16), e) if m.end() == s or m.start() == s), None)
+    after = since.after.match(text, e)
+    if before is None and after is None:
+        return hit
+    span = (min(s, before.start()) if before else s, after.end() if after else e)
+    return Hit(span, hit.start, at(tz, today + timedelta(days=1)), "since", hit.lang)
 """A grammar's words that move a day by whole days (国庆节前一天, "the day before Christmas"): given
 the text and a day atom, (start, end) of the words and the day together and the first and last day
 they mean as offsets from it (inclusive), or None."""
@@ -334,6 +358,7 @@ def compose(
     range_prefix: re.Pattern[str],
     enum: re.Pattern[str] | None = None,
     shift: DayShift | None = None,
+    since: Since | None = None,
 ) -> list[Hit]:
     if shift is not None:
         # Longer than the day it moves, the moved atom wins the overlap below (and beats a
@@ -383,6 +408,8 @@ def compose(
         if r is not None:
             hits.append(Hit((a.s, a.e), r[0], r[1], a.kind_name or a.kind, lang))
         i += 1
+    if since is not None:
+        hits = [_since(h, text, since, tz, today) for h in hits]
     return hits
 
 

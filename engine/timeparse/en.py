@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from . import calendar as cal
 from . import en_periods
 from .calendar import Hit
-from .compose import Atom, Atoms, Ctx, Rule, compose, run_rules
+from .compose import Atom, Atoms, Ctx, Rule, Since, compose, run_rules
 from .en_words import (
     COUPLE as _COUPLE,
     FEW as _FEW,
@@ -432,7 +432,12 @@ def _shift(text: str, atom: Atom) -> tuple[int, int, int, int] | None:
     return m.start(), atom.e, first, last
 
 
+# "since Monday", "ever since last week", "from Monday till now", "this week so far": to now.
+_SINCE = Since(re.compile(r"\b(?:ever\s+)?since\b\s*", _I),
+               re.compile(r"\s*(?:(?:till|until|up\s+(?:to|till|until)|to)\s+(?:now|today)|so\s+far|to\s+date)\b", _I))
+
+
 def parse(text: str, now: datetime) -> list[Hit]:
     assert now.tzinfo is not None
     return compose(atoms(text, now), text, now.tzinfo, now.date(), "en", _GAP, _CONNECTOR, _RANGE_PREFIX, _ENUM,
-                   shift=_shift)
+                   shift=_shift, since=_SINCE)

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from . import calendar as cal
 from . import zh_periods
 from .calendar import Hit
-from .compose import Atom, Atoms, Ctx, Rule, compose, run_rules
+from .compose import Atom, Atoms, Ctx, Rule, Since, compose, run_rules
 from .festivals import festival_date, lunar_day
 from .zh_words import NUM, cn_int
 from .zh_words import YEAR as _YEAR
@@ -383,7 +383,12 @@ def _shift(text: str, atom: Atom) -> tuple[int, int, int, int] | None:
     return atom.s, m.end(), first, last
 
 
+# 自从上周三, 上周以来, 从周一到现在, 五一至今: to now (从 alone is only "from": 从周一到周三).
+_SINCE = Since(re.compile(r"自从|(?<!来)自(?=[上这本去前昨今\d一二三四五六七八九十])"),
+               re.compile(r"(?:以来|开始到现在|到现在|至今|到今天为止|到目前为止)"))
+
+
 def parse(text: str, now: datetime) -> list[Hit]:
     assert now.tzinfo is not None
     return compose(atoms(text, now), text, now.tzinfo, now.date(), "zh", _GAP, _CONNECTOR, _RANGE_PREFIX, _ENUM,
-                   shift=_shift)
+                   shift=_shift, since=_SINCE)
