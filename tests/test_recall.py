@@ -118,6 +118,24 @@ def test_recall_asked_without_a_question_mark_gets_the_asked_day(orch, message, 
         assert TEXTS[tid][0] in diary_text(result), (message, tid, diary_text(result))
 
 
+def test_a_range_is_also_answered_by_what_was_told_of_it_afterwards(tmp_path, embedder):
+    """Nothing was said during the weekend; on Monday the user told of it. Asked about the weekend,
+    the diary finds Monday's turns whose resolved dates (上周末 → 2026-05-02–2026-05-03) fall in it,
+    not only the turns recorded in it (before: the note that nothing was recorded then)."""
+    copy_demo(tmp_path)
+    monday = datetime(2026, 5, 4, 9, 0, tzinfo=TZ)
+    with MemoryOrchestrator.from_config("xiaoyue", config=diary_only_config(tmp_path), embedder=embedder) as orch:
+        orch.record_turn("上周末我带孩子去了动物园，看到了熊猫。", "孩子们一定很开心！", user_id="kim", at=monday, turn_id="m1")
+        orch.record_turn("Last weekend I also fixed the bike.", "Nice work!", user_id="kim", at=monday + timedelta(minutes=2),
+                         turn_id="m2")
+        orch.record_turn("今天要开会。", "加油。", user_id="kim", at=monday + timedelta(days=3), turn_id="t1")
+        assert orch.flush(300)
+        for question in ("5月2号我干了什么？", "What did I do on May 3rd?"):
+            text = diary_text(orch.build_prompt(question, user_id="kim", chat_id="new", now=NOW))
+            assert "带孩子去了动物园" in text and "fixed the bike" in text, (question, text)
+            assert "今天要开会" not in text, text  # told of nothing in the range
+
+
 def test_last_time_is_the_previous_sitting(tmp_path, embedder):
     """"上次我们聊到哪了" names no calendar time: it is the sitting before the current one, which
     only the diary knows (in a new chat the window holds none of it)."""
@@ -512,3 +530,23 @@ def test_near_duplicates_are_skipped_past_the_first_units_compared_at_once(tmp_p
     texts = [h.text for h in found if h.side == "user"]
     assert texts.count("I fed my turtle Shelly her lettuce.") == 1, texts
     assert len(texts) == len(set(texts)) == min(k, 5), texts
+
+
+@pytest.mark.parametrize(
+    "start, end",
+    [
+        (datetime(2023, 5, 7, tzinfo=TZ), datetime(2023, 5, 8, tzinfo=TZ)),  # a day
+        (datetime(2023, 7, 24, tzinfo=TZ), datetime(2023, 7, 31, tzinfo=TZ)),  # a week of days
+        (datetime(2023, 7, 1, tzinfo=TZ), datetime(2023, 8, 1, tzinfo=TZ)),  # a month
+        (datetime(2023, 12, 1, tzinfo=TZ), datetime(2024, 1, 1, tzinfo=TZ)),  # December
+        (datetime(2023, 1, 1, tzinfo=TZ), datetime(2024, 1, 1, tzinfo=TZ)),  # a year
+        (datetime(2023, 5, 7, 14, tzinfo=TZ), datetime(2023, 5, 7, 15, tzinfo=TZ)),  # an hour
+    ],
+)
+def test_a_stored_date_label_reads_back_as_its_span(start, end):
+    """What the diary stores for a resolved expression (`describe_range`) is read back as the same
+    span when an asked range looks for turns that told of it (`label_range`)."""
+    from engine.stores.diary.dates import describe_range, label_range
+
+    assert label_range(describe_range(start, end), TZ) == (start, end)
+    assert label_range("sometime", TZ) is None

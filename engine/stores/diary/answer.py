@@ -28,6 +28,7 @@ import numpy as np
 from engine.paths import CharacterPaths
 from engine.search.base import SearchHit, SearchRequest, Side
 from engine.stores.base import Hit, Query
+from engine.stores.diary.dates import label_range
 from engine.stores.diary.entry import DiaryEntry
 from engine.stores.diary.recall import RecallDecision, clip_to_past, decide, is_question, recall_cue
 from engine.timeparse import TimeExpression
@@ -58,6 +59,10 @@ _LAST_SITTING = re.compile(
     r"|\bwhere (?:did )?we (?:left|leave) off\b|\bwhere were we\b",
     re.IGNORECASE,
 )
+MENTION_DAYS = 7
+"""A past stretch is often told of after it ("last week I took the kids to the zoo", said on the
+Monday): turns up to this many days after an asked range whose resolved dates fall in it join the
+range's turns."""
 SITTING_GAP_S = 3600
 """Turns further apart than this are different sittings (as the search's `Tuning.session_gap_s`)."""
 SITTING_LOOKBACK_DAYS = (2, 30, 400)
@@ -322,9 +327,29 @@ def _range_candidates(source: DiarySource, tz: tzinfo, ranges, decision, vector)
             why += f', recall cue "{decision.cue}"' if decision.cue else ""
             return why + dropped
 
-        found.append(source.span(lo, last + 1, vector, reason))
-        parts.append((expr, desc, len(found[-1]), start, stop))
+        turns = source.span(lo, last + 1, vector, reason)
+        told = _told_of_afterwards(source, tz, lo, last + 1, f'{reason(0, "").split(",")[0]}: told of afterwards')
+        found += [turns] if told is None else [turns, told]
+        parts.append((expr, desc, len(turns) + (len(told) if told is not None else 0), start, stop))
     return RangeTurns.join(found), parts, first
+
+
+def _told_of_afterwards(source: DiarySource, tz: tzinfo, lo: int, hi: int, why: str) -> RangeTurns | None:
+    """Turns of the MENTION_DAYS after [lo, hi) whose resolved dates (`dates.py`: "last week
+    (2023-07-24–2023-07-30)") fall in it: what was told of the range once it had passed."""
+    after = source.span(hi, hi + MENTION_DAYS * 86400, None, lambda n, dropped: why)
+    if not len(after):
+        return None
+    by_id = {e.id: e for e in source.entries(after.rows)}
+    keep = []
+    for i, tid in enumerate(source.turn_ids(after.rows)):
+        entry = by_id.get(tid)
+        for _, label in entry.dates if entry is not None else ():
+            r = label_range(label, tz)
+            if r is not None and r[0].timestamp() < hi and r[1].timestamp() > lo:
+                keep.append(i)
+                break
+    return after.take(np.array(keep, dtype=np.int64)) if keep else None
 
 
 def _rank_in_range(source: DiarySource, cands: RangeTurns, span, vector, text: str, side) -> RangeTurns:

@@ -70,6 +70,33 @@ def describe_range(start: datetime, end: datetime) -> str:
     return ""  # a rolling span ("lately", "the past 3 days" to the minute) says little for its tokens
 
 
+_LABEL = re.compile(r"(\d{4})(?:-(\d{2})(?:-(\d{2})(?:–(\d{4})-(\d{2})-(\d{2})| (\d{2}):(\d{2}))?)?)?")
+
+
+def label_range(label: str, tz: tzinfo) -> tuple[datetime, datetime] | None:
+    """The span a `describe_range` label names (the inverse, to the hour for a clock label); None
+    for anything else (a hand-edited label)."""
+    m = _LABEL.fullmatch(label.strip())
+    if m is None:
+        return None
+    y, mo, d, y2, mo2, d2, hh, mm = m.groups()
+    try:
+        if mo is None:
+            return datetime(int(y), 1, 1, tzinfo=tz), datetime(int(y) + 1, 1, 1, tzinfo=tz)
+        if d is None:
+            start = datetime(int(y), int(mo), 1, tzinfo=tz)
+            return start, (start + timedelta(days=32)).replace(day=1)
+        start = datetime(int(y), int(mo), int(d), tzinfo=tz)
+        if y2 is not None:
+            return start, datetime(int(y2), int(mo2), int(d2), tzinfo=tz) + timedelta(days=1)
+        if hh is not None:
+            start = start.replace(hour=int(hh), minute=int(mm))
+            return start, start + timedelta(hours=1)
+        return start, start + timedelta(days=1)
+    except ValueError:
+        return None
+
+
 def annotate(text: str, dates: tuple[tuple[str, str], ...]) -> str:
     """`text` followed by the resolutions of the expressions it contains."""
     notes = [f"{phrase} ({label})" for phrase, label in dates if phrase in text and not _ROLLING.search(label)]
