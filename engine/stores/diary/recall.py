@@ -30,7 +30,8 @@ _ZH_MEMORY = re.compile(
     r"(聊|谈|讲|提|告诉|问)过|跟你说过|和你说过|对你说过|说过|提到过|"
     r"我们.{0,6}(聊|谈|说|讲)|咱们.{0,6}(聊|谈|说|讲)|咱.{0,4}(聊|谈)|"
     r"发生了什么|发生过什么|(都|还)?干了(些)?(什么|啥)|都做了(些)?(什么|啥)|什么来着|啥来着|"
-    r"(接着|继续)[^，。！？,.!?]{0,8}(聊|话题)"
+    r"(接着|继续)[^，。！？,.!?]{0,8}(聊|话题)|再(聊聊|说说|讲讲)|那个话题|"
+    r"(跟|和|对|给)你(说|讲|提|聊|吐槽|抱怨|倾诉|推荐)(的|过)"
 )
 # A question about what I / we did: subject, a past marker, then a question word.
 _ZH_PAST_QUESTION = re.compile(
@@ -47,7 +48,8 @@ _EN_MEMORY = re.compile(
     r"(i|we) (told|said|mentioned|talked|chatted|discussed)\b.*\?|"
     r"(i|we) (told|said|mentioned)\b[^.!?]*,\s*(what|where|who|when|how)\s+(was|is|were|did)\b|"
     r"\bwhat (i|we) (told|said|mentioned|talked about|discussed|chatted about)|"
-    r"what (have|had) (i|we)\b|what was (i|it i|it we)|what were we)\b",
+    r"what (have|had) (i|we)\b|what was (i|it i|it we)|what were we|"
+    r"(continue|pick up|resume)\b[^.?!]{0,30}\b(topic|conversation|discussion|chat)|where we left off|let'?s continue)\b",
     re.IGNORECASE,
 )
 _EN_PAST_QUESTION = re.compile(
