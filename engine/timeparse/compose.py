@@ -306,6 +306,9 @@ def _same_month(a: Atom, b: Atom) -> Atom:
 
 
 DayShift = Callable[[str, Atom], "tuple[int, int, int, int] | None"]
+"""A grammar's words that move a day by whole days (国庆节前一天, "the day before Christmas"): given
+the text and a day atom, (start, end) of the words and the day together and the first and last day
+they mean as offsets from it (inclusive), or None."""
 
 
 @dataclass(frozen=True)
@@ -330,9 +333,6 @@ def _since(hit: Hit, text: str, since: Since, tz: tzinfo, today: date) -> Hit:
         return hit
     span = (min(s, before.start()) if before else s, after.end() if after else e)
     return Hit(span, hit.start, at(tz, today + timedelta(days=1)), "since", hit.lang)
-"""A grammar's words that move a day by whole days (国庆节前一天, "the day before Christmas"): given
-the text and a day atom, (start, end) of the words and the day together and the first and last day
-they mean as offsets from it (inclusive), or None."""
 
 
 def _shifted(atom: Atom, s: int, e: int, first: int, last: int, tz: tzinfo) -> Atom:

@@ -31,11 +31,11 @@ from engine.stores.base import Hit, Query
 from engine.stores.diary.dates import label_range
 from engine.stores.diary.entry import DiaryEntry
 from engine.stores.diary.recall import RecallDecision, clip_to_past, decide, is_question, recall_cue
-from engine.timeparse import TimeExpression
 from engine.stores.diary.render import (
     NOTE_RESERVE, STORE, RangeTurns, digest_hits, fmt_range, omitted_hit, omitted_note, raw_hits, search_hits,
 )
 from engine.stores.diary.writing import fallback_digest
+from engine.timeparse import TimeExpression
 from engine.tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -328,7 +328,7 @@ def _range_candidates(source: DiarySource, tz: tzinfo, ranges, decision, vector)
             return why + dropped
 
         turns = source.span(lo, last + 1, vector, reason)
-        told = _told_of_afterwards(source, tz, lo, last + 1, f'{reason(0, "").split(",")[0]}: told of afterwards')
+        told = _told_of_afterwards(source, tz, lo, last + 1, f'expression "{expr.text}" → {desc}: told of afterwards')
         found += [turns] if told is None else [turns, told]
         parts.append((expr, desc, len(turns) + (len(told) if told is not None else 0), start, stop))
     return RangeTurns.join(found), parts, first
