@@ -208,7 +208,7 @@ def _weekday(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     p = re.sub(r"\s+", " ", (m.group("p") or "").lower())
     if word in _WEEKDAYS:
         wd = _WEEKDAYS[word]
-    elif p or word in _WD_ALONE:
+    elif p or word in _WD_ALONE or _in_weekday_span(c.text, m):
         wd = _WD_ABBR[word]
     else:
         return  # "sat", "sun", "wed" alone are ordinary words
@@ -223,6 +223,16 @@ def _weekday(m: re.Match[str], c: Ctx, out: Atoms) -> None:
         out.day(m, cal.weekday_after(today, wd), "weekday")
     else:
         out.day(m, cal.weekday_not_after(today, wd), "weekday", bare_weekday=wd)
+
+
+_WD_SPAN_AFTER = re.compile(r"\s*(?:-|–|to|through|thru|till|until)\s*" + WD_ANY + r"\b", _I)
+_WD_SPAN_BEFORE = re.compile(r"\b" + WD_ANY + r"\s*(?:-|–|to|through|thru|till|until)\s*$", _I)
+
+
+def _in_weekday_span(text: str, m: re.Match[str]) -> bool:
+    """An abbreviation that is also a word ("Mon", "Wed", "Sat", "Sun") names a day in a span of
+    weekdays: "Mon-Wed", "from Sat to Sun"."""
+    return bool(_WD_SPAN_AFTER.match(text, m.end()) or _WD_SPAN_BEFORE.search(text, 0, m.start()))
 
 
 def _month_rel(m: re.Match[str], c: Ctx, out: Atoms) -> None:
