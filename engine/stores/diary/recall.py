@@ -72,7 +72,8 @@ _EN_REQUEST = re.compile(
     r"(?:^|[.!?]\s+|\b(?:please|now|so|ok|okay|hey|and|just|then)[,!]?\s+)"
     r"(?:summari[sz]e|recap|list|describe|review|go (?:over|through)|walk me through|fill me in on"
     r"|give me (?:a |an )?(?:quick |short |brief )?(?:recap|summary|rundown|overview))\b"
-    r"|\btell me (?:again |once more )?(?:about|what|how|everything|more about)\b",
+    r"|\btell me (?:again |once more )?(?:about|what|how|everything|more about)\b"
+    r"|\b(?:can|could|would|will) you (?:please )?(?:summari[sz]e|recap|sum\b|go over|walk me through|list|describe)",
     re.IGNORECASE,
 )
 
@@ -80,7 +81,8 @@ _EN_REQUEST = re.compile(
 # A question: a question mark, or an interrogative word. Only asked together with a past range.
 _ZH_QUESTION = re.compile(r"[?？]|吗|什么|啥|哪|谁|(?<![前这那好十])几[点号月天个次]|怎么|怎样|为什么|为啥|多少|是否|有没有|是不是|如何|呢\s*$")
 _EN_QUESTION = re.compile(
-    r"\?|^\s*(what|when|where|who|whom|whose|which|why|how|did|do|does|was|were|is|are|can|could|have|had|"
+    r"\?|^\s*(?:(?:so|and|ok|okay|well|hey|but|then)\b,?\s+)?"
+    r"(what(?!\s+an?\b)|when|where|who|whom|whose|which|why|how|did|do|does|was|were|is|are|can|could|have|had|"
     r"didn'?t|don'?t|wasn'?t|weren'?t|haven'?t|hadn'?t|any idea)\b",
     re.IGNORECASE,
 )
