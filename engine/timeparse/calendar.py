@@ -149,6 +149,12 @@ def rolling(now: datetime, delta: timedelta) -> Range:
     return start, now
 
 
+def hours_ago(now: datetime, n: int) -> Range:
+    """"N hours ago" / N小时前: a two-hour window around that moment, [now - (N+1)h, now - (N-1)h)
+    (N = 0, "half an hour ago": the last hour)."""
+    return rolling(now, timedelta(hours=n + 1))[0], rolling(now, timedelta(hours=max(n - 1, 0)))[0]
+
+
 def rolling_months(now: datetime, months: int) -> Range:
     """Past N months: same wall clock N calendar months back (day clamped to month end)."""
     tz = now.tzinfo

@@ -164,9 +164,9 @@ def _combine(a: Atom, b: Atom, lang: str) -> Atom | None:
             return anchored
     # A weekday beside a day of the month names that date ("Thursday the 30th", 30号周四): the
     # number decides, the weekday only confirms it.
-    if a.kind == "day" and a.bare_weekday is not None and a.hour is None and a.part is None and b.kind == "daynum":
+    if _bare_weekday(a) and b.kind == "daynum":
         return replace(b, s=a.s, kind="day", alone_ok=True, kind_name="weekday+day_of_month")
-    if a.kind == "daynum" and b.kind == "day" and b.bare_weekday is not None and b.hour is None and b.part is None:
+    if a.kind == "daynum" and _bare_weekday(b):
         return replace(a, e=b.e, kind="day", alone_ok=True, kind_name="day_of_month+weekday")
     # The same beside a full date ("Thursday, March 5", 周四3月5号, 3月5号周四): read apart, the
     # weekday was the most recent Thursday, a second and usually wrong day. The date keeps its

@@ -156,10 +156,7 @@ def _ago(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     elif unit == "year":
         out.range(m, cal.year_range(c.tz, today.year - n), "ago")
     else:
-        # "N hours ago": a two-hour window around the moment.
-        s, _ = cal.rolling(c.now, timedelta(hours=n + 1))
-        e, _ = cal.rolling(c.now, timedelta(hours=max(n - 1, 0)))
-        out.range(m, (s, e), "ago")
+        out.range(m, cal.hours_ago(c.now, n), "ago")
 
 
 def _later(m: re.Match[str], c: Ctx, out: Atoms) -> None:

@@ -9,6 +9,7 @@ table of integers.
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import dataclass
 from datetime import date, timedelta
 from functools import lru_cache
 from pathlib import Path
@@ -40,23 +41,24 @@ def _fixed(month: int, day: int) -> FestivalFn:
     return lambda year: date(year, month, day)
 
 
-def lunar_day(month: int, day: int) -> FestivalFn:
-    """A lunar month's day (正月初五, 腊月二十三) as a festival: its Gregorian date in a given year."""
-    return _lunar_fn(month, day)
+@dataclass(frozen=True)
+class LunarDay:
+    """A lunar month's day (中秋 = 8/15, 正月初五, 腊月二十三) as a festival. Called with a year, its
+    date that year (late lunar months fall in January of the next Gregorian year: the lunar year
+    whose occurrence lands in the asked year); `festival_date` finds "the most recent" among its
+    occurrences instead, since a Gregorian year may hold two of a late month's days (腊八 2022:
+    January 10th and December 30th) or none (冬月十五 2025)."""
 
+    month: int
+    day: int
 
-def _lunar_fn(month: int, day: int) -> FestivalFn:
-    def resolve(year: int) -> date:
-        # Late lunar months (腊八) fall in January of the next Gregorian year:
-        # pick the lunar year whose occurrence lands in the asked Gregorian year.
-        d = lunar_to_solar(year, month, day)
-        return d if d.year == year else lunar_to_solar(year - 1, month, day)
+    def __call__(self, year: int) -> date:
+        d = lunar_to_solar(year, self.month, self.day)
+        return d if d.year == year else lunar_to_solar(year - 1, self.month, self.day)
 
-    # A Gregorian year may hold two of a late lunar month's days (腊八 2022: January 10th and
-    # December 30th) or none (冬月十五 2025), so "the most recent" is found among the occurrences
-    # themselves (`festival_date`), not year by year.
-    resolve.lunar = (month, day)  # type: ignore[attr-defined]
-    return resolve
+    def around(self, today: date) -> list[date]:
+        """Its occurrences from two lunar years before today's to one after, in order."""
+        return sorted(lunar_to_solar(y, self.month, self.day) for y in range(today.year - 2, today.year + 2))
 
 
 def _chuxi(year: int) -> date:
@@ -101,14 +103,14 @@ FESTIVALS: dict[str, FestivalFn] = {
     "halloween": _fixed(10, 31),
     "christmas_eve": _fixed(12, 24),
     "christmas": _fixed(12, 25),
-    "spring_festival": _lunar_fn(1, 1),
+    "spring_festival": LunarDay(1, 1),
     "chuxi": _chuxi,
-    "lantern": _lunar_fn(1, 15),
-    "dragon_boat": _lunar_fn(5, 5),
-    "qixi": _lunar_fn(7, 7),
-    "mid_autumn": _lunar_fn(8, 15),
-    "double_ninth": _lunar_fn(9, 9),
-    "laba": _lunar_fn(12, 8),
+    "lantern": LunarDay(1, 15),
+    "dragon_boat": LunarDay(5, 5),
+    "qixi": LunarDay(7, 7),
+    "mid_autumn": LunarDay(8, 15),
+    "double_ninth": LunarDay(9, 9),
+    "laba": LunarDay(12, 8),
     "qingming": _qingming,
     "easter": _easter,
     "mothers_day": lambda y: nth_weekday(y, 5, 6, 2),
@@ -131,9 +133,8 @@ def festival_date(key: str | FestivalFn, today: date, *, year: int | None = None
     fn = FESTIVALS[key] if isinstance(key, str) else key
     if year is not None:
         return fn(year)
-    lunar = getattr(fn, "lunar", None)
-    if lunar is not None:
-        every = sorted(lunar_to_solar(y, *lunar) for y in range(today.year - 2, today.year + 2))
+    if isinstance(fn, LunarDay):
+        every = fn.around(today)
         ahead = next(d for d in every if d > today)
         if mode == "next" or (mode == "recent" and (ahead - today).days <= NEAR_DAYS):
             return ahead

@@ -16,7 +16,7 @@ from . import calendar as cal
 from . import zh_periods
 from .calendar import Hit
 from .compose import Atom, Atoms, Ctx, Rule, Since, compose, run_rules
-from .festivals import festival_date, lunar_day
+from .festivals import LunarDay, festival_date
 from .zh_words import NUM, cn_int
 from .zh_words import YEAR as _YEAR
 from .zh_words import period_offset as _week_offset
@@ -180,12 +180,9 @@ def _ago(m: re.Match[str], c: Ctx, out: Atoms) -> None:
             out.range(m, cal.days_range(c.tz, today - timedelta(days=7), today - timedelta(days=1)), "few_days_ago")
         return
     if unit in ("小时", "钟头"):
-        # As "an hour ago": a two-hour window around the moment (半小时前: the last hour).
         n = 0 if raw == "半" else (cn_int(raw) if raw != "几" else None)
         if n is not None and sign < 0:
-            start, _ = cal.rolling(c.now, timedelta(hours=n + 1))
-            end, _ = cal.rolling(c.now, timedelta(hours=max(n - 1, 0)))
-            out.range(m, (start, end), "ago")
+            out.range(m, cal.hours_ago(c.now, n), "ago")  # as "2 hours ago"
         return
     if raw == "半":
         if unit == "年":
@@ -299,7 +296,7 @@ def _lunar_day(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     if day is None or not 1 <= day <= 30:
         return
     try:
-        d = festival_date(lunar_day(_LUNAR_MONTHS[m.group("lm")], day), c.today, year=_year_of(m, c.today))
+        d = festival_date(LunarDay(_LUNAR_MONTHS[m.group("lm")], day), c.today, year=_year_of(m, c.today))
     except (ValueError, IndexError, KeyError, TypeError):
         return  # a day the lunar month does not have (a 29-day 腊月's 三十)
     out.day(m, d, "festival")
