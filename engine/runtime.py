@@ -38,9 +38,8 @@ def configure_threads(*, faiss_threads: int = 1, blas_threads: int = 1) -> None:
     threadpool_limits(limits=blas_threads, user_api="blas")
 
 
-def raise_open_file_limit() -> int | None:
-    """Raise this process's soft limit on open files to its hard limit; returns the new soft
-    limit (None where the platform has no such limit).
+def raise_open_file_limit() -> None:
+    """Raise this process's soft limit on open files to its hard limit (where there is one).
 
     Each user the files diary has open holds about seven descriptors (its search index's three
     data files, held open so that a deleted `.cache/` cannot break a running process, their
@@ -51,13 +50,11 @@ def raise_open_file_limit() -> int | None:
     try:
         import resource
     except ImportError:  # Windows: no such limit
-        return None
+        return
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != resource.RLIM_INFINITY and soft != resource.RLIM_INFINITY and soft < hard:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-        except (ValueError, OSError) as exc:  # macOS caps it below an "unlimited" hard limit
-            log.debug("open-file limit stays %d (%s)", soft, exc)
-            return soft
-        return hard
-    return soft
+    if hard == resource.RLIM_INFINITY or soft == resource.RLIM_INFINITY or soft >= hard:
+        return
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError) as exc:  # macOS caps it below an "unlimited" hard limit
+        log.debug("open-file limit stays %d (%s)", soft, exc)

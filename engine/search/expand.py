@@ -56,8 +56,7 @@ class TermVectors:
     def open(self, n_terms: int) -> None:
         """Use what the file holds of the first `n_terms` terms (a longer file is cut back; a
         shorter one is caught up by the owner). The graph follows the file."""
-        size = self.file.path.stat().st_size if self.file.path.exists() else 0
-        self.file.open(min(size // (self.dim * 2), n_terms))
+        self.file.open(n_terms, fewer_ok=True)
         self.graph.open(self.file)
 
     def reset(self) -> None:

@@ -55,13 +55,16 @@ class VectorFile:
         self._file = _HeldFile(path)
         self.rows = 0
 
-    def open(self, rows: int) -> bool:
+    def open(self, rows: int, *, fewer_ok: bool = False) -> bool:
         """Use the first `rows` rows of the file (a longer file is cut back). False when the file
-        holds fewer rows than that (it must then be rebuilt)."""
+        holds fewer rows than that (it must then be rebuilt), unless `fewer_ok`: then the rows it
+        holds (the owner catches up the rest)."""
         self._map = None
         size = self._file.open()
         if size < rows * self._row_bytes:
-            return False
+            if not fewer_ok:
+                return False
+            rows = size // self._row_bytes
         if size != rows * self._row_bytes:
             self._file.truncate(rows * self._row_bytes)
         self.rows = rows

@@ -190,10 +190,10 @@ def _instruction_texts(messages: Sequence[tuple[str, str]]) -> list[str]:
     one-shot request (no assistant turn: an instruction and its material). A persona's system
     prompt rides on every conversation turn and may say anything about the conversation."""
     texts = _texts(messages)
-    out = texts["last_user"] + texts["any"][-1:]
+    out = (texts["last_user"] + [messages[-1][1]]) if messages else []
     if not any(role == "assistant" for role, _ in messages):
         out += texts["system"]
-    return out
+    return list(dict.fromkeys(out))  # the last message is usually the last user message: read once
 
 
 def _instruction_after_answer(messages: Sequence[tuple[str, str]]) -> bool:

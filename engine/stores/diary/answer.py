@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from engine.paths import CharacterPaths
-from engine.search.base import SearchHit, SearchRequest, Side
+from engine.search.base import SearchHit, SearchRequest, Side, Tuning
 from engine.stores.base import Hit, Query
 from engine.stores.diary.dates import label_range
 from engine.stores.diary.entry import DiaryEntry
@@ -63,8 +63,8 @@ MENTION_DAYS = 7
 """A past stretch is often told of after it ("last week I took the kids to the zoo", said on the
 Monday): turns up to this many days after an asked range whose resolved dates fall in it join the
 range's turns."""
-SITTING_GAP_S = 3600
-"""Turns further apart than this are different sittings (as the search's `Tuning.session_gap_s`)."""
+SITTING_GAP_S = Tuning.session_gap_s
+"""Turns further apart than this are different sittings (the search's conversations too)."""
 SITTING_LOOKBACK_DAYS = (2, 30, 400)
 """How far back the previous sitting is looked for, widening only when nothing was found."""
 
@@ -258,10 +258,9 @@ def previous_sitting(source: DiarySource, now: datetime) -> tuple[datetime, date
     up to SITTING_GAP_S before now), or None when the diary has none."""
     end = int(now.timestamp())
     for days in SITTING_LOOKBACK_DAYS:
-        ts = source.span(end - days * 86400, end + 1, None, lambda n, dropped: "").ts
+        ts = source.span(end - days * 86400, end + 1, None, lambda n, dropped: "").ts  # in time order
         if not ts.size:
             continue
-        ts = np.sort(ts)
         breaks = np.flatnonzero(np.diff(ts) > SITTING_GAP_S)
         starts, stops = np.r_[0, breaks + 1], np.r_[breaks, ts.size - 1]
         k = starts.size - 1
