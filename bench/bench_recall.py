@@ -119,8 +119,9 @@ def open_orch(data: Path, sample: dict):
             "llm": {"backend": "none"},
             "language": language,
             "timezone": zone,
-            # 1,500 memory tokens: the diary plans within its cap, the rolling summary keeps 200.
-            "retrieval": {"budget_tokens": 1500, "caps": {"diary": 1300, "summary": 200}},
+            # 1,500 memory tokens: the diary plans within its cap; the rolling summary (offline: the
+            # extract, see MemoryOrchestrator._summary_hit) takes at most 200 of what the diary leaves.
+            "retrieval": {"budget_tokens": 1500, "caps": {"diary": 1500, "summary": 200}},
             **({"storage": STORAGE} if STORAGE else {}),
         },
         env={},

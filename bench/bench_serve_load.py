@@ -58,6 +58,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_service import UpstreamProcess  # noqa: E402
 from harness import chat_client  # noqa: E402
+from engine.character import open_character  # noqa: E402
 from engine.service.testing import ServiceProcess, copy_demo  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
 
@@ -279,6 +280,7 @@ def check_stores(config_path: Path, load: Load, counts: Counts) -> None:
     users = sorted(set(load.user_of.values()))
     clients_of = {u: [c for c, v in load.user_of.items() if v == u] for u in users}
     backend = make_short_term_backend(config, character_paths(data_dir, CHARACTER))
+    said = f"{open_character(CHARACTER, config).character.user_name}: "
     for user in users:
         acked = [t for c in clients_of[user] for t in load.sent[c]]
         state = backend.load(user)
@@ -289,9 +291,8 @@ def check_stores(config_path: Path, load: Load, counts: Counts) -> None:
             if (q.role, a.role, a.content) != ("user", "assistant", f"echo: {q.content}"):
                 counts.order_window += 1
                 counts.note(f"{user} window: {q.role} {q.content!r} followed by {a.role} {a.content!r}")
-        # The offline summary keeps a line `user: <message>` per folded user message, in fold order.
-        folded = [line[len("user: "):] for line in state.brain.historical_summary.splitlines()
-                  if line.startswith("user: ")]
+        # The offline summary keeps a line `<user name>: <message>` per folded user message, in fold order.
+        folded = [line[len(said):] for line in state.brain.historical_summary.split("\n") if line.startswith(said)]
         questions = [m.content for m in state.messages if m.role == "user"]
         _compare(counts, "window", user, folded + questions, acked, load, clients_of[user])
     with MemoryOrchestrator.from_config(CHARACTER, config=config) as orch:

@@ -161,6 +161,50 @@ def test_budget_trims_least_relevant_first(data_dir, embedder):
     assert result.dropped and max(h.score for h in result.dropped) < min(kept)
 
 
+def _summary_setup(data_dir, embedder, memory_llm=None):
+    """A tight memory budget (300 tokens, the summary's cap 120), a diary that answers "画展" with
+    ~240 tokens, and 12 turns recorded so the rolling summary holds the evicted ones."""
+    diary = KeywordStore("diary", {"画展": "旅人说画展很好看。" * 22})
+    config = load_config(overrides={
+        "data_dir": str(data_dir), "short_term": {"max_messages": 4},
+        "retrieval": {"budget_tokens": 300, "caps": {"diary": 300, "summary": 120}},
+    }, env={})
+    orch = MemoryOrchestrator.from_config("xiaoyue", config=config, embedder=embedder, stores=[diary],
+                                          memory_llm=memory_llm)
+    for i in range(12):
+        orch.record_turn(f"第{i}句：今天去江边散步了，风很大。", f"回答{i}：那要多穿点。", user_id="u1",
+                         at=datetime(2026, 11, 22, 10, i, tzinfo=TZ))
+    orch.flush()
+    return orch
+
+
+def test_the_offline_summary_takes_what_the_diary_leaves_in_whole_lines(data_dir, embedder):
+    with _summary_setup(data_dir, embedder) as orch:
+        stored = orch.short_term.summary("u1")
+        assert "旅人: 第9句" in stored and "小月: 回答9" in stored  # the extract names the speakers
+        asked = orch.build_prompt("还记得那个画展吗？", user_id="u1", now=datetime(2026, 11, 22, 12, tzinfo=TZ))
+        chat = orch.build_prompt("嗯嗯", user_id="u1", now=datetime(2026, 11, 22, 12, tzinfo=TZ))
+    memory = lambda r: sum(r.tokens.get(t, 0) for t in ("world_book", "core", "diary", "summary"))  # noqa: E731
+    # Asked about something the diary holds: the diary's lines stay whole and the extract gets the rest.
+    assert asked.tokens["diary"] > 200 and 0 < asked.tokens["summary"] <= 300 - asked.tokens["diary"]
+    assert memory(asked) <= 300 and not asked.dropped
+    # Small talk: the extract fills its own cap. Either way it is its newest whole lines.
+    assert asked.tokens["summary"] < chat.tokens["summary"] <= 120
+    for result in (asked, chat):
+        shown = next(h.text for h in result.hits if h.store == "summary")
+        assert stored.endswith(shown) and stored[: len(stored) - len(shown)].endswith("\n")
+
+
+def test_a_summary_the_memory_llm_wrote_keeps_its_share_of_the_budget(data_dir, embedder):
+    from engine.adapters.llm import ScriptedLLM
+
+    written = "旅人这几天常去江边散步，风很大，小月叮嘱他多穿衣服。" * 6
+    with _summary_setup(data_dir, embedder, memory_llm=ScriptedLLM(rule=lambda msgs: written)) as orch:
+        asked = orch.build_prompt("还记得那个画展吗？", user_id="u1", now=datetime(2026, 11, 22, 12, tzinfo=TZ))
+    assert asked.tokens["summary"] > 100  # its cap, 120, whatever the diary found
+    assert asked.dropped and asked.tokens["diary"] == 0  # the diary's one long line did not fit beside it
+
+
 def test_record_turn_is_durable_before_returning(data_dir, embedder):
     with open_orch(data_dir, embedder, []) as orch:
         orch.record_turn("第一句", "回答", user_id="u1", at=datetime(2026, 11, 22, 10, tzinfo=TZ), turn_id="t1")

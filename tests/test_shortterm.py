@@ -11,7 +11,7 @@ from engine.errors import DataFileError, LLMError
 from engine.fake_openai import Delay, Garbage, Status
 from engine.paths import character_paths
 from engine.prompts import Prompts
-from engine.shortterm import FileBackend, ShortTermMemory, summarize
+from engine.shortterm import FileBackend, ShortTermMemory, extractive_summary, summarize
 from engine.stores.base import Turn
 from engine.tokens import count_tokens
 
@@ -321,3 +321,21 @@ def test_unusable_chat_ids_are_refused(bad):
 
     with pytest.raises(InvalidIdError, match="chat id"):
         chat_folder(bad)
+
+
+@pytest.mark.parametrize(
+    "messages, max_words, expected",
+    [
+        # Every line whole: the oldest line that no longer fits is left out, not cut mid-sentence.
+        ([("user", "我去了江边。然后回家。"), ("assistant", "真好！"), ("user", "明天还去。")], 16,
+         "小月: 真好！\n旅人: 明天还去。"),
+        ([("user", "I walked by the river. Then home."), ("assistant", "Nice!")], 20,
+         "旅人: I walked by the river.\n小月: Nice!"),
+        # One first sentence longer than the bound keeps its newest part rather than nothing.
+        ([("user", "一二三四五六七八九十")], 5, "六七八九十"),
+    ],
+    ids=["zh-oldest-line-left-out", "en-all-fit", "one-long-sentence"],
+)
+def test_the_offline_extract_keeps_whole_named_lines(messages, max_words, expected):
+    got = extractive_summary("", [{"role": r, "content": c} for r, c in messages], max_words, user="旅人", char="小月")
+    assert got == expected

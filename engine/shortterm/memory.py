@@ -99,6 +99,12 @@ class ShortTermMemory:
     def fit(self, messages: list[WindowMessage]) -> list[WindowMessage]:
         return fit_window(messages, max_messages=self.config.max_messages, max_tokens=self.config.max_tokens)
 
+    @property
+    def summary_is_extract(self) -> bool:
+        """True when no memory LLM writes the summary: it is then the offline extract, the first
+        sentences of turns the diary holds in full."""
+        return self.llm is None
+
     def summary(self, user_id: str, *, chat_id: str = DEFAULT_CHAT) -> str:
         return self.backend.load(user_id, chat_id=chat_id).brain.historical_summary
 

@@ -6,7 +6,7 @@ a hard truncation, so it always stops, even with a model that does not shrink it
 
 Offline fallback (no LLM, or the LLM failed): an extractive summary — the previous summary plus
 the first sentence of each evicted message, clipped to `max_words` (characters for CJK text,
-words otherwise), newest content kept.
+words otherwise), newest whole lines kept.
 
 Either way the result is at most `max_tokens` tokens: words do not bound text without spaces.
 """
@@ -63,7 +63,10 @@ def summarize(
         return SummaryUpdate(previous, used_llm=False, llm_calls=0)
     text = format_messages(messages, user=user, char=char)
     if llm is None:
-        return SummaryUpdate(extractive_summary(previous, messages, max_words, max_tokens), used_llm=False, llm_calls=0)
+        return SummaryUpdate(
+            extractive_summary(previous, messages, max_words, max_tokens, user=user, char=char), used_llm=False,
+            llm_calls=0,
+        )
     calls = 0
     try:
         budget = max(200, input_tokens - count_tokens(previous) - 300)
@@ -84,7 +87,8 @@ def summarize(
     except LLMError as exc:
         log.warning("summary: memory LLM failed (%s); using the extractive fallback", exc)
         return SummaryUpdate(
-            extractive_summary(previous, messages, max_words, max_tokens), used_llm=False, llm_calls=calls,
+            extractive_summary(previous, messages, max_words, max_tokens, user=user, char=char), used_llm=False,
+            llm_calls=calls,
             error=str(exc),
         )
     text = truncate_tokens(clip_words(summary.strip(), max_words * 2), max_tokens)
@@ -101,17 +105,40 @@ def _ask(llm: LLM, prompts: Prompts, *, previous: str, text: str, max_words: int
 
 
 def extractive_summary(
-    previous: str, messages: Sequence[dict[str, str]], max_words: int, max_tokens: int = 500
+    previous: str, messages: Sequence[dict[str, str]], max_words: int, max_tokens: int = 500, *,
+    user: str = "user", char: str = "assistant",
 ) -> str:
+    """One line per evicted message, `name: first sentence`, named as the diary names them (so the
+    chat model reads one speaker under one name); unnamed roles of Chinese text read 用户 / 角色."""
+    names = {"user": user, "assistant": char}
     lines = [previous.strip()] if previous.strip() else []
     for m in messages:
         first = _SENTENCE_END.split(m["content"].strip(), maxsplit=1)[0].strip()
         if first:
-            who = "用户" if _CJK.search(first) and m["role"] == "user" else m["role"]
-            if m["role"] == "assistant" and _CJK.search(first):
-                who = "角色"
+            who = names.get(m["role"], m["role"])
+            if who == m["role"] and _CJK.search(first):
+                who = {"user": "用户", "assistant": "角色"}.get(m["role"], who)
             lines.append(f"{who}: {first}")
-    return keep_last_tokens(clip_words("\n".join(lines), max_words, keep="end"), max_tokens)
+    joined = "\n".join(lines).strip()
+    clipped = clip_words(joined, max_words, keep="end")
+    if clipped != joined and "\n" in clipped:
+        clipped = clipped.split("\n", 1)[1]  # its first line lost its start: it would read mid-sentence
+    # One first sentence longer than the bound is kept as its tail rather than lost.
+    return newest_lines(clipped, max_tokens) or keep_last_tokens(clipped, max_tokens)
+
+
+def newest_lines(text: str, max_tokens: int) -> str:
+    """The newest whole lines of `text` within `max_tokens` ("" when not even the last fits): an
+    extract cut mid-line starts mid-sentence."""
+    kept: list[str] = []
+    used = 0
+    for line in reversed(text.split("\n")):  # not splitlines: U+2028 and the like are text here
+        n = count_tokens(line + "\n")
+        if used + n > max_tokens:
+            break
+        kept.append(line)
+        used += n
+    return "\n".join(reversed(kept)).strip()
 
 
 def keep_last_tokens(text: str, max_tokens: int) -> str:
