@@ -8,6 +8,7 @@ a year, or a preposition/modifier in front.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from . import calendar as cal
@@ -24,6 +25,8 @@ from .en_words import (
     NUMS as _NUMS,
     NUMW,
     ORD,
+    ORD_WORDS as _ORD_WORDS,
+    ORDW,
     PARTS as _PARTS,
     SAFE_MONTHS as _SAFE_MONTHS,
     WD_ABBR as _WD_ABBR,
@@ -75,6 +78,11 @@ _RX = {
     "mdy": re.compile(r"(?<![\d/.-])(?P<m>\d{1,2})/(?P<d>\d{1,2})(?:/(?P<y>(?:19|20|21)?\d{2}))?(?![\d/])"),
     "ordinal": re.compile(r"\b(?P<on>on\s+)?(?:the\s+)?(?P<d>\d{1,2})" + ORD + r"\b(?!\s+(?:of\s+)?" + MONTH + r"\b)"
         r"(?!\s+(?:floor|time|times|place|row|grade|century|anniversary|attempt|try|round|person|one|street|avenue|birthday)\b)", _I),
+    # "the first of May", "the twenty-first of last month": a written-out day only before "of" and a
+    # month ("the first of all", "the second time" are no dates).
+    "ordword": re.compile(
+        r"\b(?P<on>on\s+)?the\s+(?P<d>" + ORDW + r")(?=\s+of\s+(?:" + MONTH
+        + r"\b|(?:last|this|next|the\s+previous|previous)\s+month\b))", _I),
     "festival": re.compile(
         r"\b(?:(?P<p>last|this|next|on)\s+)?(?P<f>" + _FEST_RX + r")(?:,?\s+(?:of\s+)?(?P<y>(?:19|20|21)\d{2}))?(?![\w'])", _I),
     "approx": re.compile(r"\b(?:sometime\s+|some\s*time\s+)?(?:around|approximately|roughly|circa)\b", _I),
@@ -325,6 +333,12 @@ def _ordinal(m: re.Match[str], c: Ctx, out: Atoms) -> None:
                         alone_ok=bool(m.group("on")), kind_name="day_of_month"))
 
 
+def _ordword(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    dd = _ORD_WORDS[re.sub(r"[\s-]+", " ", m.group("d").lower())]
+    out.append(Atom(m.start(), m.end(), "daynum", day=cal.recent_day_of_month(c.today, dd), dom=dd,
+                    alone_ok=False, kind_name="day_of_month"))
+
+
 def _festival(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     word = m.group("f")
     p = (m.group("p") or "").lower()
@@ -393,6 +407,7 @@ RULES: list[Rule] = [
     (_RX["iso"], _iso),
     (_RX["mdy"], _mdy),
     (_RX["ordinal"], _ordinal),
+    (_RX["ordword"], _ordword),
     (_RX["festival"], _festival),
     (_RX["part"], _part),
     (_RX["clock"], _clock),
@@ -404,7 +419,53 @@ RULES: list[Rule] = [
 def atoms(text: str, now: datetime) -> list[Atom]:
     out = run_rules(RULES, text, now)
     _resolve_day_before(text, out)
+    _in_named_year(text, out, now)
     return out
+
+
+# Between a yearless day and the year named beside it: "May 3rd last year", "April of last year",
+# "last year at Christmas", "Easter in 2024".
+_YEAR_GAP = re.compile(r"\s*,?\s*(?:(?:of|in|at|on|during|around)\s+)?", _I)
+
+
+def _in_named_year(text: str, out: list[Atom], now: datetime) -> None:
+    """A yearless date, month or festival beside "last year" / "this year" / "in 2024" is that
+    year's one, a single day or month: read apart, it was the most recent one *and* the whole year
+    (zh says it in one word: 去年母亲节)."""
+    for year_atom in [a for a in out if a.kind_name == "year" and a.start is not None]:
+        assert year_atom.start is not None
+        beside = [a for a in out if (a.e <= year_atom.s and _YEAR_GAP.fullmatch(text[a.e : year_atom.s]))
+                  or (year_atom.e <= a.s and _YEAR_GAP.fullmatch(text[year_atom.e : a.s]))]
+        for a in beside:
+            moved = _moved_to_year(text, a, year_atom.start.year, now)
+            if moved is not None:
+                out.remove(a)
+                out.remove(year_atom)
+                out.append(replace(moved, s=min(a.s, year_atom.s), e=max(a.e, year_atom.e)))
+                break
+
+
+def _moved_to_year(text: str, a: Atom, year: int, now: datetime) -> Atom | None:
+    said = text[a.s : a.e]
+    if re.match(r"(?:last|this|next)\b", said, _I) or re.search(r"\d{4}", said):
+        return None  # "last April last year" has its own year already
+    if a.kind == "day" and a.kind_name == "date" and a.month is not None and a.dom is not None:
+        d = cal.valid_date(year, a.month, a.dom)
+        return None if d is None else replace(a, day=d, year_given=True)
+    if a.kind == "range" and a.period == "month" and a.start is not None:
+        r = cal.month_range(now.tzinfo, year, a.start.month)
+        return replace(a, start=r[0], end=r[1], year_given=True)
+    if a.kind == "day" and a.kind_name == "festival":
+        m = _RX["festival"].search(said)
+        if m is None:
+            return None
+        try:
+            d = festival_date(_FESTIVALS[re.sub(r"\s+", " ", m.group("f").lower().replace("’", "'"))], now.date(),
+                              year=year)
+        except (ValueError, IndexError):
+            return None
+        return replace(a, day=d, year_given=True)
+    return None
 
 
 def _resolve_day_before(text: str, out: list[Atom]) -> None:

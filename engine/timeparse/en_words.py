@@ -34,6 +34,16 @@ MONTH = r"(?:january|february|march|april|may|june|july|august|september|october
 # Full names that are unambiguous on their own.
 SAFE_MONTHS = {"january", "february", "april", "june", "july", "august", "september", "october", "november", "december"}
 ORD = r"(?:st|nd|rd|th)"
+_ORD_UNITS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
+              "ninth": 9}
+ORD_WORDS = {
+    **_ORD_UNITS, "tenth": 10, "eleventh": 11, "twelfth": 12, "thirteenth": 13, "fourteenth": 14, "fifteenth": 15,
+    "sixteenth": 16, "seventeenth": 17, "eighteenth": 18, "nineteenth": 19, "twentieth": 20, "thirtieth": 30,
+    **{f"twenty {w}": 20 + n for w, n in _ORD_UNITS.items()}, "thirty first": 31,
+}
+"""Days of the month written out ("the first of May", "the twenty-first of April"); keys with a
+space, which also stands for the hyphen."""
+ORDW = "|".join(re.escape(k).replace(r"\ ", r"[\s-]") for k in sorted(ORD_WORDS, key=len, reverse=True))
 
 FESTIVALS = {
     "christmas eve": "christmas_eve", "christmas day": "christmas", "christmas": "christmas",
