@@ -305,6 +305,17 @@ def _same_month(a: Atom, b: Atom) -> Atom:
     return b if d is None else replace(b, kind="day", day=d, month=a.month, alone_ok=True)
 
 
+def _same_week(a: Atom, b: Atom) -> Atom:
+    """'上周三和周四', 'Wednesday and Thursday last week': a listed bare weekday is in the week of the
+    weekday it is listed with (read alone it was the most recent one, often this week's)."""
+    if b.kind != "day" or b.bare_weekday is None or a.kind != "day" or a.day is None or a.bare_weekday is not None:
+        return b
+    if a.kind_name.split("+")[0] not in ("weekday", "week"):
+        return b
+    monday = a.day - timedelta(days=a.day.weekday())
+    return replace(b, day=monday + timedelta(days=b.bare_weekday), bare_weekday=None)
+
+
 DayShift = Callable[[str, Atom], "tuple[int, int, int, int] | None"]
 """A grammar's words that move a day by whole days (国庆节前一天, "the day before Christmas"): given
 the text and a day atom, (start, end) of the words and the day together and the first and last day
@@ -386,7 +397,8 @@ def compose(
         a = units[i]
         if i + 1 < len(units):
             if enum is not None and enum.fullmatch(text[a.e : units[i + 1].s]):
-                units[i + 1] = _same_month(a, units[i + 1])
+                units[i + 1] = _same_week(a, _same_month(a, units[i + 1]))
+                a = units[i] = _same_week(units[i + 1], a)  # "Wednesday and Thursday last week"
                 if a.kind == "daynum" and units[i + 1].month is not None:
                     # "the 10th and the 12th of last month": the listed day takes the later month.
                     a = units[i] = replace(_inherit_left(a, units[i + 1], today), alone_ok=True)
