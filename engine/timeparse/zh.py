@@ -103,6 +103,9 @@ _RX = {
         r"(?=那天|当天|那日|这天|那晚|晚上|早上|早晨|上午|中午|下午|傍晚|夜里|凌晨|半夜)"
     ),
     "festival": re.compile(r"(?:" + _YEAR + r")?(?P<f>" + _alt(_FESTIVALS) + r")(?P<hol>假期|长假|黄金周|小长假|期间|那几天|放假|七天)?"),
+    # 过年 is the Spring Festival break when said as a time (过年的时候, 过年那几天, 去年过年); alone it
+    # is also a greeting or a verb (过年好, 要过年了).
+    "guonian": re.compile(r"(?:(?:" + _YEAR + r")过年|过年(?=的时候|时候|时|那几天|那阵子|那会儿|期间|假期|放假|回家|回老家|在老家|在家))"),
     # A day of the unmistakably lunar months (正月初五, 大年初三, 腊月二十三, 冬月十五); 二月 ... 十一月 are
     # Gregorian months in everyday speech.
     "lunar_day": re.compile(
@@ -285,6 +288,16 @@ def _festival(m: re.Match[str], c: Ctx, out: Atoms) -> None:
         out.day(m, d, "festival")
 
 
+def _guonian(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    try:
+        d = festival_date("spring_festival", c.today, year=_year_of(m, c.today))
+    except (ValueError, IndexError):
+        return
+    first, length = _HOLIDAY_WEEKS["spring_festival"]
+    d = d + timedelta(days=first)
+    out.range(m, cal.days_range(c.tz, d, d + timedelta(days=length - 1)), "holiday")
+
+
 _LUNAR_MONTHS = {"正月": 1, "大年": 1, "冬月": 11, "腊月": 12}
 
 
@@ -345,6 +358,7 @@ RULES: list[Rule] = [
     (_RX["md_sep"], _md_sep),
     (_RX["year"], _year),
     (_RX["festival"], _festival),
+    (_RX["guonian"], _guonian),
     (_RX["lunar_day"], _lunar_day),
     (_RX["daynum"], _daynum),
     (_RX["part"], _part),
