@@ -35,7 +35,7 @@ _LATE = ("evening", "night")
 class Atom:
     s: int
     e: int
-    kind: str  # day | range | part | clock | daynum
+    kind: str  # day | range | part | clock | daynum | edge (the first / last day of a period beside it)
     start: datetime | None = None
     end: datetime | None = None
     day: date | None = None
@@ -152,8 +152,24 @@ def _dated(a: Atom) -> bool:
             and a.hour is None and a.part is None)
 
 
+def _has_edges(a: Atom) -> bool:
+    return a.kind == "range" and a.start is not None and (a.period is not None or a.kind_name == "year")
+
+
+def _edge_day(period: Atom, edge: Atom, s: int, e: int) -> Atom:
+    """上个月最后一天, "the first day of this month": that day of the month, week or year."""
+    assert period.start is not None and period.end is not None
+    first = edge.kind_name == "first_day"
+    d = period.start.date() if first else period.end.date() - timedelta(days=1)
+    return Atom(s, e, "day", day=d, kind_name=edge.kind_name)
+
+
 def _combine(a: Atom, b: Atom, lang: str) -> Atom | None:
     """Glue b onto a if they form one expression, else None."""
+    if a.kind == "edge" and _has_edges(b):
+        return _edge_day(b, a, a.s, b.e)
+    if b.kind == "edge" and _has_edges(a):
+        return _edge_day(a, b, a.s, b.e)
     if a.period is not None and a.kind == "range":
         anchored = _anchor(a, b, a.s, b.e)
         if anchored is not None:
@@ -227,7 +243,7 @@ def resolve(a: Atom, tz: tzinfo, today: date) -> tuple[datetime, datetime] | Non
     if a.kind == "range":
         assert a.start is not None and a.end is not None
         return a.start, a.end
-    if a.kind == "approx":
+    if a.kind in ("approx", "edge"):
         return None
     if a.kind == "daynum":
         return None if a.day is None or not a.alone_ok else _day_or_hour(tz, a.day, None, a.approx)

@@ -83,6 +83,9 @@ _RX = {
     "ordword": re.compile(
         r"\b(?P<on>on\s+)?the\s+(?P<d>" + ORDW + r")(?=\s+of\s+(?:" + MONTH
         + r"\b|(?:last|this|next|the\s+previous|previous)\s+month\b))", _I),
+    # Only beside a month, week or year after it ("the last day of last month"); it wins over
+    # "last day" (the past day) by being longer.
+    "edge": re.compile(r"\b(?:on\s+)?the\s+(?P<w>first|last|final)\s+day\s+of\b", _I),
     "festival": re.compile(
         r"\b(?:(?P<p>last|this|next|on)\s+)?(?P<f>" + _FEST_RX + r")(?:,?\s+(?:of\s+)?(?P<y>(?:19|20|21)\d{2}))?(?![\w'])", _I),
     "approx": re.compile(r"\b(?:sometime\s+|some\s*time\s+)?(?:around|approximately|roughly|circa)\b", _I),
@@ -339,6 +342,11 @@ def _ordword(m: re.Match[str], c: Ctx, out: Atoms) -> None:
                     alone_ok=False, kind_name="day_of_month"))
 
 
+def _edge(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    first = m.group("w").lower() == "first"
+    out.append(Atom(m.start(), m.end(), "edge", alone_ok=False, kind_name="first_day" if first else "last_day"))
+
+
 def _festival(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     word = m.group("f")
     p = (m.group("p") or "").lower()
@@ -408,6 +416,7 @@ RULES: list[Rule] = [
     (_RX["mdy"], _mdy),
     (_RX["ordinal"], _ordinal),
     (_RX["ordword"], _ordword),
+    (_RX["edge"], _edge),
     (_RX["festival"], _festival),
     (_RX["part"], _part),
     (_RX["clock"], _clock),

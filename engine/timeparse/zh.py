@@ -119,6 +119,8 @@ _RX = {
                          + _DAY_NUM_STOP),
     "part": re.compile(_alt(_PART_WORDS)),
     "approx": re.compile(r"左右|前后"),
+    # Only beside a month, week or year (上个月最后一天, 这周第一天); alone (第一天上班) it is no time.
+    "edge": re.compile(r"的?(?P<w>第一天|头一天|最后一天|末一天)"),
     "clock": re.compile(
         r"(?P<h>\d{1,2}|[零一二两三四五六七八九十]{1,3})[点點](?:(?P<mi>\d{1,2}|[零一二三四五六七八九十]{1,3})分?|半|一刻|三刻|整|钟)?(?![儿都也点多不没吧])"
         r"|(?P<hh>\d{1,2})[:：](?P<mm>\d{2})"
@@ -325,6 +327,11 @@ def _daynum(m: re.Match[str], c: Ctx, out: Atoms) -> None:
                     dom=dom, alone_ok=alone, kind_name="day_of_month"))
 
 
+def _edge(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    first = m.group("w") in ("第一天", "头一天")
+    out.append(Atom(m.start(), m.end(), "edge", alone_ok=False, kind_name="first_day" if first else "last_day"))
+
+
 def _part(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     out.append(Atom(m.start(), m.end(), "part", part=_PART_WORDS[m.group()], kind_name="part"))
 
@@ -359,6 +366,7 @@ RULES: list[Rule] = [
     (_RX["year"], _year),
     (_RX["festival"], _festival),
     (_RX["guonian"], _guonian),
+    (_RX["edge"], _edge),
     (_RX["lunar_day"], _lunar_day),
     (_RX["daynum"], _daynum),
     (_RX["part"], _part),
