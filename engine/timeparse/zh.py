@@ -79,7 +79,7 @@ _RX = {
     ),
     "rolling_vague": re.compile(r"最近这段时间|最近一段时间|这段时间|这阵子|近来|近期|最近|前几天|前些天|前些日子|前阵子|前段时间|这两天|(?<![\d一二三四五六七八九十])前两天"),
     "ago": re.compile(
-        r"(?P<n>\d{1,3}|[一二两三四五六七八九十]{1,3}|几|半)个?(?P<u>天|日|小时|钟头|周|星期|礼拜|月|年)(?:之|以)?(?P<dir>前|后)"
+        r"(?P<n>\d{1,3}|[一二两三四五六七八九十]{1,3}|几|半|俩)个?(?P<u>天|日|小时|钟头|周|星期|礼拜|月|年)(?:之|以)?(?P<dir>前|后)"
     ),
     "dayword": re.compile(_alt(_DAY_WORDS)),
     "week": re.compile(
@@ -178,7 +178,7 @@ def _rolling_vague(m: re.Match[str], c: Ctx, out: Atoms) -> None:
 
 
 def _ago(m: re.Match[str], c: Ctx, out: Atoms) -> None:
-    raw, unit, sign = m.group("n"), m.group("u"), (-1 if m.group("dir") == "前" else 1)
+    raw, unit, sign = m.group("n").replace("俩", "两"), m.group("u"), (-1 if m.group("dir") == "前" else 1)
     today = c.today
     if raw == "几":
         if unit in ("天", "日") and sign < 0:

@@ -35,7 +35,7 @@ _RX = {
         r"|(?P<n>" + NUM + r")个?(?P<u>年|月|周|星期|礼拜)(?:之|以)?前)"
         r"的?(?:(?P<exact>" + _EXACT + r")|(?P<vague>" + _VAGUE + r"))"),
     "fuzzy_ago": re.compile(
-        r"(?:(?P<half>半个月)|(?P<n>" + NUM + r")个?多个?(?P<u>天|日|周|星期|礼拜|月|年))(?:之|以)?前"),
+        r"(?:(?P<half>半个月)|(?P<n>" + NUM + r")个?(?P<more>多|几|来)个?(?P<u>天|日|周|星期|礼拜|月|年))(?:之|以)?前"),
 }
 
 _REF = {"大前年": ("year", 3), "前年": ("year", 2), "去年": ("year", 1)}
@@ -120,13 +120,18 @@ def _same_day(tz: tzinfo, today: date, unit: str, back: int, spread: int) -> tup
 
 def _fuzzy_ago(m: re.Match[str], tz: tzinfo, today: date) -> tuple[datetime, datetime] | None:
     """半个月前 = the 7 days around today−15; N多<unit>前 = more than N and less than N+1 units
-    back, both ends open as in 十多天 = 11–19 days (exactly one month back is 一个月前)."""
+    back, both ends open as in 十多天 = 11–19 days (exactly one month back is 一个月前); 十几天 is
+    十多天; 十来天 / 二十来天 (about ten, twenty) are the 7 days around today−N, as 左右 widens a day."""
     if m.group("half"):
         return cal.days_range(tz, today - timedelta(days=18), today - timedelta(days=12))
     n = cn_int(m.group("n"))
     if n is None or n == 0:
         return None
-    unit = m.group("u")
+    unit, more = m.group("u"), m.group("more")
+    if more != "多" and (unit not in ("天", "日") or n % 10):
+        return None  # 几 and 来 only after tens of days: 两几天, 三来个月 are not said
+    if more == "来":
+        return cal.days_range(tz, today - timedelta(days=n + 3), today - timedelta(days=n - 3))
     if unit in ("天", "日"):
         # 十多天 is 11–19 days; 两天多 is not written this way, so only tens make sense.
         if n % 10:
