@@ -104,8 +104,8 @@ _RX = {
     ),
     "festival": re.compile(r"(?:" + _YEAR + r")?(?P<f>" + _alt(_FESTIVALS) + r")(?P<hol>假期|长假|黄金周|小长假|期间|那几天|放假|七天)?"),
     # 过年 is the Spring Festival break when said as a time (过年的时候, 过年那几天, 去年过年); alone it
-    # is also a greeting or a verb (过年好, 要过年了).
-    "guonian": re.compile(r"(?:(?:" + _YEAR + r")过年|过年(?=的时候|时候|时|那几天|那阵子|那会儿|期间|假期|放假|回家|回老家|在老家|在家))"),
+    # is also a greeting or a verb (过年好, 要过年了, 过年回家吗: a plan, usually the coming one).
+    "guonian": re.compile(r"(?:(?:" + _YEAR + r")过年|过年(?=的时候|时候|时|那几天|那阵子|那会儿|期间|假期|放假))"),
     # A day of the unmistakably lunar months (正月初五, 大年初三, 腊月二十三, 冬月十五); 二月 ... 十一月 are
     # Gregorian months in everyday speech.
     "lunar_day": re.compile(

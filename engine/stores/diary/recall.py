@@ -42,11 +42,12 @@ _ZH_PAST_QUESTION = re.compile(
     r"|(我|我们|咱们|咱)[^，。！？,.!?]{0,4}(去|吃|买|做|看|玩|干)(了)?(哪|什么|啥)[^，。！？,.!?]{0,3}了"
 )
 _EN_MEMORY = re.compile(
-    r"\b(remember|recall|remind me|forgot|forget|"
+    r"\b(remember|recall|remind me|forgot|forget|(refresh|jog) my memory|"
     r"(talk|talked|chat|chatted|speak|spoke|discuss|discussed)\s+about|"
     r"did(n'?t| not)? (i|we) (tell|say|mention|talk|chat|discuss|ask)|(have|haven'?t) (i|we) (told|said|mentioned)|"
     r"(i|we) (told|said|mentioned|talked|chatted|discussed)\b.*\?|"
-    r"(i|we) (told|said|mentioned)\b[^.!?]*,\s*(what|where|who|when|how)\s+(was|is|were|did)\b|"
+    r"(i|we) (told|said|mentioned)\b[^.!?]*[,.;]\s*(what|where|who|when|how|which)\s+(was|is|were|did)\s+"
+    r"(it|they|that|this|the|its|their|his|her|you)\b|"
     r"\bwhat (i|we) (told|said|mentioned|talked about|discussed|chatted about)|"
     r"what (have|had) (i|we)\b|what was (i|it i|it we)|what were we|"
     r"(continue|pick up|resume)\b[^.?!]{0,30}\b(topic|conversation|discussion|chat)|where we left off|let'?s continue)\b",
