@@ -438,7 +438,7 @@ _YEAR_GAP = re.compile(r"\s*,?\s*(?:(?:of|in|at|on|during|around)\s+)?", _I)
 
 
 def _in_named_year(text: str, out: list[Atom], now: datetime) -> None:
-    """A yearless date, month or festival beside "last year" / "this year" / "in 2024" is that
+    """A yearless date, month, season or festival beside "last year" / "this year" / "in 2024" is that
     year's one, a single day or month: read apart, it was the most recent one *and* the whole year
     (zh says it in one word: 去年母亲节)."""
     for year_atom in [a for a in out if a.kind_name == "year" and a.start is not None]:
@@ -461,6 +461,9 @@ def _moved_to_year(text: str, a: Atom, year: int, now: datetime) -> Atom | None:
     if a.kind == "day" and a.kind_name == "date" and a.month is not None and a.dom is not None:
         d = cal.valid_date(year, a.month, a.dom)
         return None if d is None else replace(a, day=d, year_given=True)
+    if a.kind == "range" and a.kind_name == "season" and a.start is not None:
+        r = en_periods.season_range(now.tzinfo, year, a.start.month)
+        return replace(a, start=r[0], end=r[1], year_given=True)
     if a.kind == "range" and a.period == "month" and a.start is not None:
         r = cal.month_range(now.tzinfo, year, a.start.month)
         return replace(a, start=r[0], end=r[1], year_given=True)

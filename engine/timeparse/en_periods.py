@@ -44,6 +44,16 @@ _RX = {
         r"(?:(?P<rel>last|the\s+previous)\s+(?P<u>year|month|week)|(?P<n>a|one|two)\s+(?P<u2>years?)\s+ago)\b", _I),
     "ago_anchor": re.compile(
         r"\b(?P<n>" + NUMW + r")\s+(?P<u>years?|months?|weeks?)\s+ago\s+(?P<anchor>today|yesterday)\b", _I),
+    # A season needs a determiner, a preposition or a year: "fall" and "spring" alone are words.
+    "season": re.compile(
+        r"\b(?:(?P<p>last|this|next|this\s+past|the\s+past|the\s+previous|the\s+coming)\s+"
+        r"|(?:(?:in|during|over|through|throughout|since)\s+)?(?P<the>the\s+))?"
+        r"(?P<s>spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?(?P<y>(?:19|20|21)\d{2}))?\b(?!\s+(?:asleep|apart|behind|down|in\s+love|over)\b)", _I),
+    # Early / late in a year, as 年初 / 年底: its first two months, its last two.
+    "year_part": re.compile(
+        r"\b(?<!was\s)(?<!were\s)(?<!am\s)(?<!is\s)(?<!be\s)"
+        r"(?:(?P<adj>early|late)[-\s]+(?:in\s+)?|(?:towards?\s+)?(?:the\s+)?(?P<noun>beginning|start|end)\s+of\s+)"
+        r"(?:(?P<rel>last|this|next|the\s+previous|previous|the)\s+year|(?P<y>(?:19|20|21)\d{2}))\b", _I),
     "night_before_last": re.compile(r"\bthe\s+night\s+before\s+last\b", _I),
     "weekends_ago": re.compile(r"\b(?P<n>" + NUMW + r")\s+weekends?\s+ago\b", _I),
     "weekday_before_last": re.compile(r"\b(?:on\s+)?(?:the\s+)?(?P<wd>" + WD_ANY + r")\s+before\s+last\b", _I),
@@ -94,6 +104,55 @@ def _ago_anchor(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     _same_day(m, c.tz, base, unit, n, False, out)
 
 
+_SEASON_START = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
+"""Meteorological seasons of the northern hemisphere, three months each; a winter is named by the
+year its December is in (the winter of 2025 = December 2025 to February 2026)."""
+
+
+def season_range(tz: tzinfo, year: int, start_month: int) -> tuple[datetime, datetime]:
+    first = cal.month_range(tz, year, start_month)[0]
+    ey, em = cal.shift_month(year, start_month, 3)
+    return first, cal.month_range(tz, ey, em)[0]
+
+
+def _season(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    p, y = re.sub(r"\s+", " ", (m.group("p") or "").lower()), m.group("y")
+    if not (p or m.group("the") or y):
+        return
+    start = _SEASON_START[m.group("s").lower()]
+    today = c.today
+    if y:
+        year = int(y)
+    else:
+        # The occurrences around today, by the year of their first month.
+        def starts(yr: int) -> date:
+            return date(yr, start, 1)
+
+        def ends(yr: int) -> date:
+            return season_range(c.tz, yr, start)[1].date()
+
+        years = range(today.year - 2, today.year + 2)
+        if p in ("last", "this past", "the past", "the previous"):
+            year = max(yr for yr in years if ends(yr) <= today)  # the last one that ended
+        elif p in ("next", "the coming"):
+            year = min(yr for yr in years if starts(yr) > today)
+        elif p == "this":
+            current = [yr for yr in years if starts(yr) <= today < ends(yr)]
+            year = current[0] if current else (today.year if start != 12 or today.month >= 3 else today.year - 1)
+        else:  # "in the summer": the most recent one that has begun
+            year = max(yr for yr in years if starts(yr) <= today)
+    out.range(m, season_range(c.tz, year, start), "season", s=m.start("p") if p else m.start("the") if m.group("the") else m.start("s"))
+
+
+def _year_part(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    rel = re.sub(r"\s+", " ", (m.group("rel") or "").lower())
+    year = int(m.group("y")) if m.group("y") else c.today.year + {"last": -1, "previous": -1, "the previous": -1,
+                                                                   "next": 1}.get(rel, 0)
+    late = (m.group("adj") or m.group("noun")).lower() in ("late", "end")
+    first, last = (11, 12) if late else (1, 2)
+    out.range(m, (cal.month_range(c.tz, year, first)[0], cal.month_range(c.tz, year, last)[1]), "year_part")
+
+
 def _night_before_last(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     out.day(m, c.today - timedelta(days=2), "day", part="night")
 
@@ -125,6 +184,8 @@ RULES: list[Rule] = [
     (_RX["month_week"], _month_week),
     (_RX["same_time"], _same_time),
     (_RX["ago_anchor"], _ago_anchor),
+    (_RX["season"], _season),
+    (_RX["year_part"], _year_part),
     (_RX["night_before_last"], _night_before_last),
     (_RX["weekends_ago"], _weekends_ago),
     (_RX["weekday_before_last"], _weekday_before_last),

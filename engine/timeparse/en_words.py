@@ -47,7 +47,8 @@ ORDW = "|".join(re.escape(k).replace(r"\ ", r"[\s-]") for k in sorted(ORD_WORDS,
 
 FESTIVALS = {
     "christmas eve": "christmas_eve", "christmas day": "christmas", "christmas": "christmas",
-    "xmas": "christmas", "new year's eve": "new_years_eve", "new years eve": "new_years_eve",
+    "xmas": "christmas", "xmas eve": "christmas_eve", "new year's eve": "new_years_eve", "new years eve": "new_years_eve",
+    "nye": "new_years_eve",
     "new year's day": "new_year", "new years day": "new_year", "new year's": "new_year",
     "valentine's day": "valentine", "valentines day": "valentine", "valentine's": "valentine",
     "halloween": "halloween", "thanksgiving": "thanksgiving", "easter": "easter",
