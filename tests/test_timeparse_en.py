@@ -350,6 +350,8 @@ CASES = [
     C(NOV22, "I was late last year", [("last year", year(2025))], id="neg-late-is-lateness"),
     C(NOV22, "what did I say on NYE?", [("NYE", day(2025, 12, 31))], id="nye"),
     C(NOV22, "Xmas eve", [("Xmas eve", day(2025, 12, 24))], id="xmas-eve"),
+    C(WED, "what did I say 30 minutes ago?", [("30 minutes ago", (WED - timedelta(hours=1), WED))], id="30-minutes-ago"),
+    C(WED, "90 mins ago", [("90 mins ago", (WED - timedelta(hours=2), WED))], id="90-mins-ago"),
     C(NOV22, "last month on the 10th", [("last month on the 10th", day(2026, 10, 10))], id="last-month-on-the-10th"),
     C(NOV22, "on the 10th last month", [("on the 10th last month", day(2026, 10, 10))], id="on-the-10th-last-month"),
     C(NOV22, "from the 10th to the 15th of last month", [("the 10th to the 15th of last month", days(2026, 10, 10, 2026, 10, 15))],

@@ -42,7 +42,7 @@ _RX = {
         r"\b(?:(?:in|over|during|for|within)\s+)?(?P<the>the\s+)?(?P<pre>past|last|previous|recent)\s+"
         r"(?:(?P<n>" + NUMW + r")\s+)?(?P<u>days?|hours?|weeks?|fortnights?|months?|years?)\b", _I),
     "recent": re.compile(r"\b(?:recently|lately|as of late|of late)\b", _I),
-    "ago": re.compile(r"\b(?P<n>" + NUMW + r")\s+(?P<u>days?|weeks?|fortnights?|months?|years?|hours?)\s+(?:ago|back|before now)\b", _I),
+    "ago": re.compile(r"\b(?P<n>" + NUMW + r")\s+(?P<u>days?|weeks?|fortnights?|months?|years?|hours?|minutes?|mins?)\s+(?:ago|back|before now)\b", _I),
     "later": re.compile(r"\b(?:in\s+(?P<n1>" + NUMW + r")\s+(?P<u1>days?|weeks?)|(?P<n2>" + NUMW
                         + r")\s+(?P<u2>days?|weeks?)\s+from\s+(?:now|today))\b", _I),
     "few_days": re.compile(r"\b(?:the other (?:day|night|nite|evening|morning|afternoon)|a few days ago|several days ago)\b", _I),
@@ -154,6 +154,8 @@ def _ago(m: re.Match[str], c: Ctx, out: Atoms) -> None:
         return
     if unit == "fortnight":  # "a fortnight ago": the week two weeks back, as "two weeks ago"
         unit, n, raw = "week", 2 * n, str(2 * n)
+    if unit in ("minute", "min"):  # "30 minutes ago": the hours window, as 半小时前
+        unit, n = "hour", 0 if raw in _COUPLE or raw in _FEW else n // 60
     if unit == "day" and raw in _FEW:
         _few_days(m, c, out)
     elif unit != "hour" and re.sub(r"\s+", " ", raw) in _COUPLE:
