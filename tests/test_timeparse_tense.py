@@ -22,11 +22,14 @@ CASES = [
     ("I will visit on March 3", "March 3", "2027-03-03"),
     ("我们打算3月3号去北京", "3月3号", "2027-03-03"),
     ("can't wait for Valentine's Day", "Valentine's Day", "2027-02-14"),
+    ("any plans for the summer?", "the summer", "2027-06-01–2027-08-31"),
     # past statements and plain mentions keep the parser's reading
     ("我3月3号去了北京", "3月3号", "2026-03-03"),
     ("我3月3号去了北京，下次还要去", "3月3号", "2026-03-03"),
     ("Christmas was fun", "Christmas", "2025-12-25"),
     ("情人节那天下雨", "情人节", "2026-02-14"),
+    ("we went skiing in the winter", "the winter", "2025-12-01–2026-02-28"),
+    ("last summer was hot", "last summer", "2026-06-01–2026-08-31"),
     # expressions that already say which one they mean never move
     ("下周五见", "下周五", "2026-11-27"),
     ("see you next Friday", "next Friday", "2026-11-27"),

@@ -4,8 +4,8 @@ The parser reads a yearless date or festival as a question does ("what did we do
 the most recent one, unless it is at most a week ahead). A statement written into the diary can
 point forward instead ("see you on Christmas", "元宵节一起看灯吧"). When the sentence around such
 an expression speaks of the future and not of the past, write-time resolution takes the first
-occurrence after the moment it was said. Only yearless dates and festivals move; "yesterday",
-"next Friday" and "2024年春节" already say which one they mean.
+occurrence after the moment it was said. Only yearless dates, festivals and seasons ("any plans for
+the summer?") move; "yesterday", "next Friday" and "2024年春节" already say which one they mean.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from datetime import datetime, timedelta
 
 from . import TimeExpression, parse_time_ranges
 
-_MOVABLE_KINDS = frozenset({"date", "festival"})
+_MOVABLE_KINDS = frozenset({"date", "festival", "season"})
 _HAS_YEAR = re.compile(r"\d{4}|\d{2}年|[去今明前后]年|年[前后]|\b(?:last|this|next)\s+year\b|\byears?\b", re.I)
 _SENTENCE = re.compile(r"[^。！？!?.\n；;]+[。！？!?.\n；;]*")
 
 _FUTURE = re.compile(
     r"见[面吧啦]?|要|会|打算|准备|计划|将|想去|到时|一起.{0,12}吧|等到|期待|盼着|"
-    r"\bwill\b|'ll\b|\bgoing to\b|\bgonna\b|\bplan(?:ning|s)? to\b|\bsee you\b|\bcan'?t wait\b|"
+    r"\bwill\b|'ll\b|\bgoing to\b|\bgonna\b|\bplan(?:ning|s)? (?:to|for)\b|\bsee you\b|\bcan'?t wait\b|"
     r"\blooking forward\b|\buntil\b|\btill\b|\bupcoming\b|\bcoming up\b|\blet'?s\b",
     re.I,
 )
