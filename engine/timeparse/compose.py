@@ -73,6 +73,10 @@ class Atoms(list[Atom]):
     def day(self, m: re.Match[str], d: date, name: str, **kw: object) -> None:
         self.append(Atom(m.start(), m.end(), "day", day=d, kind_name=name, **kw))  # type: ignore[arg-type]
 
+    def edge(self, m: re.Match[str], *, first: bool) -> None:
+        """The first / last day of the month, week or year beside it (`_edge_day`); nothing alone."""
+        self.append(Atom(m.start(), m.end(), "edge", alone_ok=False, kind_name="first_day" if first else "last_day"))
+
 
 @dataclass(frozen=True)
 class Ctx:

@@ -345,8 +345,11 @@ def _ordword(m: re.Match[str], c: Ctx, out: Atoms) -> None:
 
 
 def _edge(m: re.Match[str], c: Ctx, out: Atoms) -> None:
-    first = m.group("w").lower() == "first"
-    out.append(Atom(m.start(), m.end(), "edge", alone_ok=False, kind_name="first_day" if first else "last_day"))
+    out.edge(m, first=m.group("w").lower() == "first")
+
+
+def _festival_key(word: str) -> str:
+    return _FESTIVALS[re.sub(r"\s+", " ", word.lower().replace("’", "'"))]
 
 
 def _festival(m: re.Match[str], c: Ctx, out: Atoms) -> None:
@@ -354,7 +357,7 @@ def _festival(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     p = (m.group("p") or "").lower()
     if word.lower().startswith("may ") and word[0] == "m" and not p:
         return  # "I may day-trip there": the modal verb, unless written as a name or after on / last / next
-    key = _FESTIVALS[re.sub(r"\s+", " ", word.lower().replace("’", "'"))]
+    key = _festival_key(word)
     y = int(m.group("y")) if m.group("y") else (c.today.year if p == "this" else None)
     mode = {"last": "last", "next": "next"}.get(p, "recent")
     try:
@@ -474,8 +477,7 @@ def _moved_to_year(text: str, a: Atom, year: int, now: datetime) -> Atom | None:
         if m is None:
             return None
         try:
-            d = festival_date(_FESTIVALS[re.sub(r"\s+", " ", m.group("f").lower().replace("’", "'"))], now.date(),
-                              year=year)
+            d = festival_date(_festival_key(m.group("f")), now.date(), year=year)
         except (ValueError, IndexError):
             return None
         return replace(a, day=d, year_given=True)

@@ -138,7 +138,7 @@ def _season(m: re.Match[str], c: Ctx, out: Atoms) -> None:
             year = min(yr for yr in years if starts(yr) > today)
         elif p == "this":
             current = [yr for yr in years if starts(yr) <= today < ends(yr)]
-            year = current[0] if current else (today.year if start != 12 or today.month >= 3 else today.year - 1)
+            year = current[0] if current else today.year
         else:  # "in the summer": the most recent one that has begun
             year = max(yr for yr in years if starts(yr) <= today)
     out.range(m, season_range(c.tz, year, start), "season", s=m.start("p") if p else m.start("the") if m.group("the") else m.start("s"))

@@ -10,7 +10,7 @@ conventions name is handled here; jionlp is only a fallback for the long tail
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from . import calendar as cal
 from . import zh_periods
@@ -280,9 +280,7 @@ def _festival(m: re.Match[str], c: Ctx, out: Atoms) -> None:
         return
     hol = m.group("hol")
     if hol and key in _HOLIDAY_WEEKS:
-        first, length = _HOLIDAY_WEEKS[key]
-        d = d + timedelta(days=first)
-        out.range(m, cal.days_range(c.tz, d, d + timedelta(days=length - 1)), "holiday")
+        out.range(m, _holiday(c, key, d), "holiday")
     elif hol:
         # Other festivals' breaks vary by year; the festival day is the anchor.
         out.range(m, cal.day_range(c.tz, d), "festival")
@@ -290,14 +288,19 @@ def _festival(m: re.Match[str], c: Ctx, out: Atoms) -> None:
         out.day(m, d, "festival")
 
 
+def _holiday(c: Ctx, key: str, festival: date) -> tuple[datetime, datetime]:
+    """The statutory break of a festival (`_HOLIDAY_WEEKS`) as a range."""
+    first, length = _HOLIDAY_WEEKS[key]
+    d = festival + timedelta(days=first)
+    return cal.days_range(c.tz, d, d + timedelta(days=length - 1))
+
+
 def _guonian(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     try:
         d = festival_date("spring_festival", c.today, year=_year_of(m, c.today))
     except (ValueError, IndexError):
         return
-    first, length = _HOLIDAY_WEEKS["spring_festival"]
-    d = d + timedelta(days=first)
-    out.range(m, cal.days_range(c.tz, d, d + timedelta(days=length - 1)), "holiday")
+    out.range(m, _holiday(c, "spring_festival", d), "holiday")
 
 
 _LUNAR_MONTHS = {"正月": 1, "大年": 1, "冬月": 11, "腊月": 12}
@@ -328,8 +331,7 @@ def _daynum(m: re.Match[str], c: Ctx, out: Atoms) -> None:
 
 
 def _edge(m: re.Match[str], c: Ctx, out: Atoms) -> None:
-    first = m.group("w") in ("第一天", "头一天")
-    out.append(Atom(m.start(), m.end(), "edge", alone_ok=False, kind_name="first_day" if first else "last_day"))
+    out.edge(m, first=m.group("w") in ("第一天", "头一天"))
 
 
 def _part(m: re.Match[str], c: Ctx, out: Atoms) -> None:
