@@ -31,7 +31,10 @@ _ZH_MEMORY = re.compile(
     r"我们.{0,6}(聊|谈|说|讲)|咱们.{0,6}(聊|谈|说|讲)|咱.{0,4}(聊|谈)|"
     r"发生了什么|发生过什么|(都|还)?干了(些)?(什么|啥)|都做了(些)?(什么|啥)|什么来着|啥来着|"
     r"(接着|继续)[^，。！？,.!?]{0,8}(聊|话题)|再(聊聊|说说|讲讲)|那个话题|"
-    r"(跟|和|对|给)你(说|讲|提|聊|吐槽|抱怨|倾诉|推荐)(的|过)"
+    r"(跟|和|对|给)你(说|讲|提|聊|吐槽|抱怨|倾诉|推荐)(的|过)|"
+    # what I said then, referred to ("上星期我说的健身计划", "就像我昨天说的"): about past talk even
+    # in a statement
+    r"我(说|讲|提|聊)的"
 )
 # A question about what I / we did: subject, a past marker, then a question word.
 _ZH_PAST_QUESTION = re.compile(
@@ -44,9 +47,9 @@ _ZH_PAST_QUESTION = re.compile(
 _EN_MEMORY = re.compile(
     r"\b(remember|recall|remind me|forgot|forget|(refresh|jog) my memory|"
     r"(talk|talked|chat|chatted|speak|spoke|discuss|discussed)\s+about|"
-    r"did(n'?t| not)? (i|we) (tell|say|mention|talk|chat|discuss|ask)|(have|haven'?t) (i|we) (told|said|mentioned)|"
+    r"did(n'?t| not)? (i|we) (ever |already |once )?(tell|say|mention|talk|chat|discuss|ask)|(have|haven'?t) (i|we) (told|said|mentioned)|"
     r"(i|we) (told|said|mentioned|talked|chatted|discussed)\b.*\?|"
-    r"(i|we) (told|said|mentioned)\b[^.!?]*[,.;]\s*(what|where|who|when|how|which)\s+(was|is|were|did)\s+"
+    r"(i|we) (told|said|mentioned)\b[^.!?]*[,.;]\s*(what|where|who|when|how|which)(\s+one)?\s+(was|is|were|did)\s+"
     r"(it|they|that|this|the|its|their|his|her|you)\b|"
     r"\bwhat (i|we) (told|said|mentioned|talked about|discussed|chatted about)|"
     r"what (have|had) (i|we)\b|what was (i|it i|it we)|what were we|"
@@ -64,7 +67,7 @@ _EN_PAST_QUESTION = re.compile(
 # nor a statement, and with its time words removed too short to search on. The verb must open the
 # message or a sentence, follow who it is for, or end a 把 clause; a statement that holds one
 # ("昨天写了个总结", "老师让我们总结一下上周的课", "Last night, review sessions ran late") is not a request.
-_ZH_VERBS = r"(?:说说|讲讲|总结|回顾|复盘|概括|梳理|盘点|列出|列举)"
+_ZH_VERBS = r"(?:说说|讲讲|总结|回顾|复盘|概括|梳理|整理|汇总|归纳|盘点|列出|列举)"
 _ZH_REQUEST = re.compile(
     r"(?:^|[。！？!?；;\n]\s*|给我|跟我|和我|帮我|请|麻烦你?|你)" + _ZH_VERBS
     + r"|(?:^|[。！？!?；;，,\s]|给我|帮我|请|麻烦你?|你)把[^。！？!?；;，,让叫]{1,24}?" + _ZH_VERBS + r"(?:一下|下)"
@@ -80,11 +83,13 @@ _EN_REQUEST = re.compile(
 
 
 # A question: a question mark, or an interrogative word. Only asked together with a past range.
-_ZH_QUESTION = re.compile(r"[?？]|吗|什么|啥|哪|谁|(?<![前这那好十])几[点号月天个次]|怎么|怎样|为什么|为啥|多少|是否|有没有|是不是|如何|呢\s*$")
+_ZH_QUESTION = re.compile(r"[?？]|吗|什么|啥|哪|谁|(?<![前这那好十])几[点号月天个次]|怎么|怎样|为什么|为啥|多少|是否|有没有|是不是|如何|(?<!知道)(?<!知道该)干嘛|咋|呢\s*$")
 _EN_QUESTION = re.compile(
     r"\?|^\s*(?:(?:so|and|ok|okay|well|hey|but|then)\b,?\s+)?"
-    r"(what(?!\s+an?\b)|when|where|who|whom|whose|which|why|how|did|do|does|was|were|is|are|can|could|have|had|"
-    r"didn'?t|don'?t|wasn'?t|weren'?t|haven'?t|hadn'?t|any idea)\b",
+    r"(what(?!\s+an?\b)|whats|wheres|whos|when|where|who|whom|whose|which|why|how|did|do|does|was|were|is|are|can|could|have|had|"
+    r"didn'?t|don'?t|wasn'?t|weren'?t|haven'?t|hadn'?t|any idea)\b"
+    # or a question put after a clause ("yesterday you recommended a show, whats it called")
+    r"|[,;.]\s*(?:what|where|who|which)(?:'?s|\s+(?:was|is|were|did))\s+(?:it|that|this|they|he|she|the|his|her)\b",
     re.IGNORECASE,
 )
 
