@@ -213,6 +213,16 @@ def calendar_days_back(now: datetime, days: int) -> Range:
     return at(tz, now.date() - timedelta(days=days)), now
 
 
+def few_ago(tz: tzinfo, today: date, unit: str) -> Range:
+    """'a few <unit>s ago' / 几周前 / 前几个月 for weeks, months and years: between two and five units
+    back, as calendar days (a few is vaguer than a couple, and rarely just one)."""
+    if unit == "week":
+        return days_range(tz, today - timedelta(weeks=5), today - timedelta(weeks=2))
+    if unit == "month":
+        return days_range(tz, same_day_shifted(today, months=-5), same_day_shifted(today, months=-2))
+    return days_range(tz, same_day_shifted(today, years=-5), same_day_shifted(today, years=-2))
+
+
 def couple_ago(tz: tzinfo, today: date, unit: str) -> Range:
     """'a couple of <unit>s ago' / 前两天: between one and three units back, as calendar days
     (a couple is rarely exactly two)."""

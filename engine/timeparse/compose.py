@@ -195,6 +195,9 @@ def _combine(a: Atom, b: Atom, lang: str) -> Atom | None:
         return replace(b, s=a.s)
     if _dated(a) and _bare_weekday(b):
         return replace(a, e=b.e)
+    if a.kind == "daynum" and a.day is not None and b.kind == "part":
+        # 3号晚上: the part of that day of the month (read apart, 晚上 was tonight, a second range).
+        return replace(a, e=b.e, kind="day", alone_ok=True, part=b.part, kind_name="day_of_month+part")
     if a.kind == "range" and b.kind == "part":
         # 前几天晚上, "the past few days in the evening": the part of several days is those days
         # (a range holds no part of day); read apart, 晚上 became tonight, a wrong extra range.

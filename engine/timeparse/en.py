@@ -160,6 +160,8 @@ def _ago(m: re.Match[str], c: Ctx, out: Atoms) -> None:
         _few_days(m, c, out)
     elif unit != "hour" and re.sub(r"\s+", " ", raw) in _COUPLE:
         out.range(m, cal.couple_ago(c.tz, today, unit), "ago")
+    elif unit in ("week", "month", "year") and raw in _FEW:
+        out.range(m, cal.few_ago(c.tz, today, unit), "ago")
     elif unit == "day":
         out.day(m, today - timedelta(days=n), "ago")
     elif unit == "week":

@@ -27,7 +27,7 @@ _WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6
 
 _DAY_WORDS = {
     "大前天": (-3, None), "前天": (-2, None), "昨天": (-1, None), "昨日": (-1, None),
-    "前儿个": (-2, None), "昨儿个": (-1, None), "昨儿": (-1, None), "今天": (0, None), "今日": (0, None),
+    "前儿个": (-2, None), "前儿": (-2, None), "昨儿个": (-1, None), "昨儿": (-1, None), "今天": (0, None), "今日": (0, None),
     "今儿个": (0, None), "今儿": (0, None), "明天": (1, None), "明日": (1, None),
     "明儿": (1, None), "后天": (2, None), "大后天": (3, None),
     "今早": (0, "morning"), "今晨": (0, "morning"), "今晚": (0, "night"), "今夜": (0, "night"),
@@ -78,6 +78,8 @@ _RX = {
         r"(?P<u>天|日|小时|钟头|周|星期|礼拜|月|年)"
     ),
     "rolling_vague": re.compile(r"最近这段时间|最近一段时间|这段时间|这阵子|近来|近期|最近|前几天|前些天|前些日子|前阵子|前段时间|这两天|(?<![\d一二三四五六七八九十])前两天"),
+    # 前几周 / 前几个月 / 前几年, "a few weeks / months / years ago" (前几天 is rolling_vague's).
+    "few_back": re.compile(r"前几个?(?P<u>周|星期|礼拜|月|年)(?!前|后|以|之)"),
     "ago": re.compile(
         r"(?P<n>\d{1,3}|[一二两三四五六七八九十]{1,3}|几|半|俩)个?(?P<u>天|日|小时|钟头|周|星期|礼拜|月|年)(?:之|以)?(?P<dir>前|后)"
     ),
@@ -183,6 +185,8 @@ def _ago(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     if raw == "几":
         if unit in ("天", "日") and sign < 0:
             out.range(m, cal.days_range(c.tz, today - timedelta(days=7), today - timedelta(days=1)), "few_days_ago")
+        elif unit in _FEW_UNITS and sign < 0:
+            out.range(m, cal.few_ago(c.tz, today, _FEW_UNITS[unit]), "ago")
         return
     if unit in ("小时", "钟头"):
         n = 0 if raw == "半" else (cn_int(raw) if raw != "几" else None)
@@ -206,9 +210,19 @@ def _ago(m: re.Match[str], c: Ctx, out: Atoms) -> None:
         out.range(m, cal.year_range(c.tz, today.year + sign * n), "ago")
 
 
+_FEW_UNITS = {"周": "week", "星期": "week", "礼拜": "week", "月": "month", "年": "year"}
+
+
+def _few_back(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    out.range(m, cal.few_ago(c.tz, c.today, _FEW_UNITS[m.group("u")]), "ago")
+
+
 def _dayword(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     if m.group() == "后天" and c.text[max(0, m.start() - 1) : m.start()] in ("以", "之", "然", "最"):
         return  # 以后天天… is "from now on", not the day after tomorrow
+    if m.group() == "前儿" and (c.text[max(0, m.start() - 1) : m.start()] in tuple("跟眼面门身")
+                               or c.text[m.end() : m.end() + 1] in tuple("子媳女")):
+        return  # 跟前儿 (near), 前儿媳 (a former daughter-in-law): not the day before yesterday
     offset, part = _DAY_WORDS[m.group()]
     out.day(m, c.today + timedelta(days=offset), "day", part=part)
 
@@ -357,6 +371,7 @@ def _clock(m: re.Match[str], c: Ctx, out: Atoms) -> None:
 RULES: list[Rule] = [
     (_RX["rolling"], _rolling),
     (_RX["rolling_vague"], _rolling_vague),
+    (_RX["few_back"], _few_back),
     (_RX["ago"], _ago),
     (_RX["dayword"], _dayword),
     (_RX["week"], _week),

@@ -25,7 +25,8 @@ _EXACT = r"今天|这一天|这天|同一天"
 _VAGUE = r"这个时候|这时候|这会儿|此时|同期|这个时间|这段时间|同一时间"
 
 _RX = {
-    "month_part": re.compile(_MREF + r"的?" + _PART),
+    # 这个月月初 / 上个月的月底: the month said twice.
+    "month_part": re.compile(_MREF + r"的?(?:月(?=初|中|底|末))?" + _PART),
     # Bare 月初 / 月中 / 月底 / 中旬 mean this month; 岁月 / 个月 / 正月 / 腊月 are other words.
     "bare_part": re.compile(r"(?<![岁个正腊冬年])月(?P<part>初(?![一二三四五六七八九十])|中(?![午国心间学秋旬])|底|末)"
                            r"|(?<!月)(?P<xun>上旬|中旬|下旬)"),
