@@ -42,13 +42,13 @@ _RX = {
         r"\b(?:(?:in|over|during|for|within)\s+)?(?P<the>the\s+)?(?P<pre>past|last|previous|recent)\s+"
         r"(?:(?P<n>" + NUMW + r")\s+)?(?P<u>days?|hours?|weeks?|fortnights?|months?|years?)\b", _I),
     "recent": re.compile(r"\b(?:recently|lately|as of late|of late)\b", _I),
-    "ago": re.compile(r"\b(?P<n>" + NUMW + r")\s+(?P<u>days?|weeks?|fortnights?|months?|years?|hours?|minutes?|mins?)\s+(?:ago|back|before now)\b", _I),
+    "ago": re.compile(r"\b(?P<n>" + NUMW + r")\s+(?P<u>days?|nights?|weeks?|fortnights?|months?|years?|hours?|minutes?|mins?)\s+(?:ago|back|before now)\b", _I),
     "later": re.compile(r"\b(?:in\s+(?P<n1>" + NUMW + r")\s+(?P<u1>days?|weeks?)|(?P<n2>" + NUMW
                         + r")\s+(?P<u2>days?|weeks?)\s+from\s+(?:now|today))\b", _I),
     "few_days": re.compile(r"\b(?:the other (?:day|night|nite|evening|morning|afternoon)|a few days ago|several days ago)\b", _I),
     "dayword": re.compile(
         r"\b(?:(?P<dby>(?:the\s+)?day\s+before\s+yesterday)|(?P<dat>(?:the\s+)?day\s+after\s+tomorrow)"
-        r"|(?P<yd>yesterday)|(?P<td>today|earlier today)|(?P<tm>tomorrow)|(?P<tn>tonight|tonite)"
+        r"|(?P<yd>yesterday|y['’]?day|yest)|(?P<td>today|earlier today)|(?P<tm>tomorrow)|(?P<tn>tonight|tonite)"
         r"|(?P<ln>last\s+(?:night|nite))|(?:this|earlier\s+this)\s+(?P<tp>morning|afternoon|evening))\b", _I),
     "day_before": re.compile(r"\bthe\s+day\s+before\b(?!\s+yesterday)", _I),
     "week": re.compile(
@@ -156,7 +156,14 @@ def _ago(m: re.Match[str], c: Ctx, out: Atoms) -> None:
         unit, n, raw = "week", 2 * n, str(2 * n)
     if unit in ("minute", "min"):  # "30 minutes ago": the hours window, as 半小时前
         unit, n = "hour", 0 if raw in _COUPLE or raw in _FEW else n // 60
-    if unit == "day" and raw in _FEW:
+    if unit == "night":  # "two nights ago": that day's night (as "the night before last")
+        if raw in _FEW:
+            _few_days(m, c, out)  # "a few nights ago" as "the other night"
+        elif re.sub(r"\s+", " ", raw) in _COUPLE:
+            out.range(m, cal.couple_ago(c.tz, today, "day"), "ago")
+        else:
+            out.day(m, today - timedelta(days=n), "ago", part="night")
+    elif unit == "day" and raw in _FEW:
         _few_days(m, c, out)
     elif unit != "hour" and re.sub(r"\s+", " ", raw) in _COUPLE:
         out.range(m, cal.couple_ago(c.tz, today, unit), "ago")
@@ -350,6 +357,12 @@ def _edge(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     out.edge(m, first=m.group("w").lower() == "first")
 
 
+# Festival names that are also ordinary words: a day only after a preposition ("over New Year",
+# "on valentines").
+_NEEDS_PREPOSITION = {"new year", "new years", "valentines"}
+_PREPOSITION = re.compile(r"\b(?:at|on|over|since|after|before|around|for|during|by|until|till)\s+(?:the\s+)?$", _I)
+
+
 def _festival_key(word: str) -> str:
     return _FESTIVALS[re.sub(r"\s+", " ", word.lower().replace("’", "'"))]
 
@@ -359,6 +372,8 @@ def _festival(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     p = (m.group("p") or "").lower()
     if word.lower().startswith("may ") and word[0] == "m" and not p:
         return  # "I may day-trip there": the modal verb, unless written as a name or after on / last / next
+    if word.lower().replace("’", "'") in _NEEDS_PREPOSITION and not p and not _PREPOSITION.search(c.text, 0, m.start()):
+        return  # "happy new year", "we sent valentines": a greeting or a thing; "at New Year" is the day
     key = _festival_key(word)
     y = int(m.group("y")) if m.group("y") else (c.today.year if p == "this" else None)
     mode = {"last": "last", "next": "next"}.get(p, "recent")

@@ -116,6 +116,8 @@ FESTIVALS: dict[str, FestivalFn] = {
     "mothers_day": lambda y: nth_weekday(y, 5, 6, 2),
     "fathers_day": lambda y: nth_weekday(y, 6, 6, 3),
     "thanksgiving": lambda y: nth_weekday(y, 11, 3, 4),
+    "black_friday": lambda y: nth_weekday(y, 11, 3, 4) + timedelta(days=1),
+    "cyber_monday": lambda y: nth_weekday(y, 11, 3, 4) + timedelta(days=4),
     # North America's: the first Monday of September (劳动节 / May Day is labour_day, May 1st), and
     # the last Monday of May.
     "labor_day_us": lambda y: nth_weekday(y, 9, 0, 1),
