@@ -27,11 +27,11 @@ _WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6
 
 _DAY_WORDS = {
     "大前天": (-3, None), "前天": (-2, None), "昨天": (-1, None), "昨日": (-1, None),
-    "前儿个": (-2, None), "前儿": (-2, None), "昨儿个": (-1, None), "昨儿": (-1, None), "今天": (0, None), "今日": (0, None),
+    "前儿个": (-2, None), "前儿": (-2, None), "昨个": (-1, None), "今个": (0, None), "明个": (1, None), "昨儿个": (-1, None), "昨儿": (-1, None), "今天": (0, None), "今日": (0, None),
     "今儿个": (0, None), "今儿": (0, None), "明天": (1, None), "明日": (1, None),
     "明儿": (1, None), "后天": (2, None), "大后天": (3, None),
     "今早": (0, "morning"), "今晨": (0, "morning"), "今晚": (0, "night"), "今夜": (0, "night"),
-    "昨晚": (-1, "night"), "昨夜": (-1, "night"), "明早": (1, "morning"), "明晚": (1, "night"),
+    "昨晚": (-1, "night"), "昨夜": (-1, "night"), "昨早": (-1, "morning"), "前晚": (-2, "night"), "明早": (1, "morning"), "明晚": (1, "night"),
 }
 
 # 晚上 and 夜里 are one night, 18:00 to 05:00 (昨晚两点才睡 is 02:00 today); 清晨 is dawn only.
@@ -41,6 +41,9 @@ _PART_WORDS = {
     "傍晚": "dusk", "黄昏": "dusk", "晚上": "night", "夜里": "night", "夜晚": "night", "晚间": "night",
     "夜间": "night", "半夜": "night", "深夜": "night",
 }
+# Said only right after a day (昨儿晚, 周日晚, 昨天一早); alone 晚 is "late" (太晚了) and 一早 "all
+# along" (我一早就知道).
+_PART_AFTER_DAY = {"晚": "night", "一早": "morning", "一大早": "morning"}
 
 _FESTIVALS = {
     "五一劳动节": "labour_day", "五一节": "labour_day", "劳动节": "labour_day", "五一": "labour_day",
@@ -81,7 +84,7 @@ _RX = {
     # 前几周 / 前几个月 / 前几年, "a few weeks / months / years ago" (前几天 is rolling_vague's).
     "few_back": re.compile(r"前几个?(?P<u>周|星期|礼拜|月|年)(?!前|后|以|之)"),
     "ago": re.compile(
-        r"(?P<n>\d{1,3}|[一二两三四五六七八九十]{1,3}|几|半|俩)个?(?P<u>天|日|小时|钟头|周|星期|礼拜|月|年)(?:之|以)?(?P<dir>前|后)"
+        r"(?P<n>\d{1,3}|[一二两三四五六七八九十]{1,3}|几|半|俩|仨)个?(?P<u>天|日|小时|钟头|周|星期|礼拜|月|年)(?:之|以)?(?P<dir>前|后)"
     ),
     "dayword": re.compile(_alt(_DAY_WORDS)),
     "week": re.compile(
@@ -120,6 +123,7 @@ _RX = {
     "daynum": re.compile(r"(?P<d>(?<![\d第])\d{1,2}|(?<![\d第零〇一二两三四五六七八九十廿卅])(?:[廿卅][一二三四五六七八九]?|[一二三四五六七八九十]{1,3}))(?P<suf>号|日)"
                          + _DAY_NUM_STOP),
     "part": re.compile(_alt(_PART_WORDS)),
+    "part_after_day": re.compile(r"一大早|一早|晚(?![上间饭餐点些辈安会年期霞报归婚])"),
     "approx": re.compile(r"左右|前后"),
     # Only beside a month, week or year (上个月最后一天, 这周第一天); alone (第一天上班) it is no time.
     "edge": re.compile(r"的?(?P<w>第一天|头一天|最后一天|末一天)"),
@@ -180,7 +184,7 @@ def _rolling_vague(m: re.Match[str], c: Ctx, out: Atoms) -> None:
 
 
 def _ago(m: re.Match[str], c: Ctx, out: Atoms) -> None:
-    raw, unit, sign = m.group("n").replace("俩", "两"), m.group("u"), (-1 if m.group("dir") == "前" else 1)
+    raw, unit, sign = m.group("n").replace("俩", "两").replace("仨", "三"), m.group("u"), (-1 if m.group("dir") == "前" else 1)
     today = c.today
     if raw == "几":
         if unit in ("天", "日") and sign < 0:
@@ -210,6 +214,7 @@ def _ago(m: re.Match[str], c: Ctx, out: Atoms) -> None:
         out.range(m, cal.year_range(c.tz, today.year + sign * n), "ago")
 
 
+_BEFORE_前晚 = set("我你他她们咱的在是就那这说和跟了也都，。！？、,.!? \n")
 _FEW_UNITS = {"周": "week", "星期": "week", "礼拜": "week", "月": "month", "年": "year"}
 
 
@@ -220,6 +225,8 @@ def _few_back(m: re.Match[str], c: Ctx, out: Atoms) -> None:
 def _dayword(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     if m.group() == "后天" and c.text[max(0, m.start() - 1) : m.start()] in ("以", "之", "然", "最"):
         return  # 以后天天… is "from now on", not the day after tomorrow
+    if m.group() == "前晚" and m.start() > 0 and c.text[m.start() - 1] not in _BEFORE_前晚:
+        return  # 以前晚上, 睡前晚, 三天前晚上: a word ending in 前, then 晚
     if m.group() == "前儿" and (c.text[max(0, m.start() - 1) : m.start()] in tuple("跟眼面门身")
                                or c.text[m.end() : m.end() + 1] in tuple("子媳女")):
         return  # 跟前儿 (near), 前儿媳 (a former daughter-in-law): not the day before yesterday
@@ -352,6 +359,10 @@ def _part(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     out.append(Atom(m.start(), m.end(), "part", part=_PART_WORDS[m.group()], kind_name="part"))
 
 
+def _part_after_day(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    out.append(Atom(m.start(), m.end(), "part", part=_PART_AFTER_DAY[m.group()], alone_ok=False, kind_name="part"))
+
+
 def _approx(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     # Only meaningful glued after a day or clock (春节前后, 10号左右, 三点左右); alone it resolves to nothing.
     out.append(Atom(m.start(), m.end(), "approx", kind_name="approx"))
@@ -387,6 +398,7 @@ RULES: list[Rule] = [
     (_RX["lunar_day"], _lunar_day),
     (_RX["daynum"], _daynum),
     (_RX["part"], _part),
+    (_RX["part_after_day"], _part_after_day),
     (_RX["approx"], _approx),
     (_RX["clock"], _clock),
     *zh_periods.RULES,
