@@ -34,7 +34,9 @@ _ZH_MEMORY = re.compile(
     r"(跟|和|对|给)你(说|讲|提|聊|吐槽|抱怨|倾诉|推荐)(的|过)|"
     # what I said then, referred to ("上星期我说的健身计划", "就像我昨天说的"): about past talk even
     # in a statement
-    r"我(说|讲|提|聊)的"
+    r"我(说|讲|提到?|聊到?)的|"
+    # what you told me then ("今天早上你给我推荐的歌", "昨天你说的对")
+    r"你(给我|跟我|和我|对我|帮我)?(说|讲|提到?|推荐|建议|介绍)的"
 )
 # A question about what I / we did: subject, a past marker, then a question word.
 _ZH_PAST_QUESTION = re.compile(
@@ -43,12 +45,15 @@ _ZH_PAST_QUESTION = re.compile(
     r"|(我|我们|咱们|咱)[^，。！？,.!?]{0,6}(是不是|有没有)[^，。！？,.!?]{0,10}(了|过)"
     r"|(我|我们|咱们|咱)[^，。！？,.!?]{0,6}(去了|吃了|买了|做了|看了|玩了)(哪|什么|啥|几)"
     r"|(我|我们|咱们|咱)[^，。！？,.!?]{0,4}(去|吃|买|做|看|玩|干)(了)?(哪|什么|啥)[^，。！？,.!?]{0,3}了"
+    r"|(我|我们|咱们|咱)[^，。！？,.!?]{0,8}(去|吃|买|做|看|玩|干|喝|穿|见)的(是)?(哪|什么|啥|谁)"
 )
 _EN_MEMORY = re.compile(
     r"\b(remember|recall|remind me|forgot|forget|(refresh|jog) my memory|"
     r"(talk|talked|chat|chatted|speak|spoke|discuss|discussed)\s+about|"
     r"did(n'?t| not)? (i|we) (ever |already |once )?(tell|say|mention|talk|chat|discuss|ask)|(have|haven'?t) (i|we) (told|said|mentioned)|"
     r"(i|we) (told|said|mentioned|talked|chatted|discussed)\b.*\?|"
+    # what was told then, referred to ("I told you yesterday that...", "you said this morning")
+    r"(i|we) told you|you (said|told me|mentioned|recommended|suggested)\b|"
     r"(i|we) (told|said|mentioned)\b[^.!?]*[,.;]\s*(what|where|who|when|how|which)(\s+one)?\s+(was|is|were|did)\s+"
     r"(it|they|that|this|the|its|their|his|her|you)\b|"
     r"\bwhat (i|we) (told|said|mentioned|talked about|discussed|chatted about)|"
@@ -58,6 +63,7 @@ _EN_MEMORY = re.compile(
 )
 _EN_PAST_QUESTION = re.compile(
     r"\b(what|where|when|who|which|how (much|many|long)|how)\b[^.?!]{0,30}\b(did|was|were|had)\s+(i|we)\b"
+    r"|\bwhat did you (say|tell me|recommend|suggest|mention)\b"
     r"|^\s*(did|was|were|had)\s+(i|we)\b[^.!]*\?",
     re.IGNORECASE,
 )
@@ -92,6 +98,11 @@ _EN_QUESTION = re.compile(
     r"|[,;.]\s*(?:what|where|who|which)(?:'?s|\s+(?:was|is|were|did))\s+(?:it|that|this|they|he|she|the|his|her)\b",
     re.IGNORECASE,
 )
+
+
+# Something I told you, in a question ("what was the place I mentioned this morning", "whats the
+# movie i mentioned earlier today"): a question about the conversation even with no other cue.
+_EN_TOLD_IN_QUESTION = re.compile(r"\b(i|we) (told you|said|mentioned|recommended|suggested)\b", re.IGNORECASE)
 
 
 def is_question(message: str) -> bool:
@@ -134,6 +145,9 @@ def decide(
     cue = recall_cue(message)
     if cue or not require_cue:
         return RecallDecision(True, cue)
+    told = _EN_TOLD_IN_QUESTION.search(message)
+    if told and is_question(message):
+        return RecallDecision(True, told.group(0))
     if before_today and is_question(message):
         return RecallDecision(True, "a question about a past day")
     return RecallDecision(False, "")
