@@ -95,7 +95,7 @@ _EN_QUESTION = re.compile(
     r"(what(?!\s+an?\b)|whats|wheres|whos|when|where|who|whom|whose|which|why|how|did|do|does|was|were|is|are|can|could|have|had|"
     r"didn'?t|don'?t|wasn'?t|weren'?t|haven'?t|hadn'?t|any idea)\b"
     # or a question put after a clause ("yesterday you recommended a show, whats it called")
-    r"|[,;.]\s*(?:what|where|who|which)(?:'?s|\s+(?:was|is|were|did))\s+(?:it|that|this|they|he|she|the|his|her)\b",
+    r"|[,;.:\-–—]\s*(?:what|where|who|which)(?:'?s|\s+(?:was|is|were|did))\s+(?:it|that|this|they|he|she|the|his|her)\b",
     re.IGNORECASE,
 )
 
