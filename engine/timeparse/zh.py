@@ -27,11 +27,12 @@ _WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6
 
 _DAY_WORDS = {
     "大前天": (-3, None), "前天": (-2, None), "昨天": (-1, None), "昨日": (-1, None),
-    "前儿个": (-2, None), "前儿": (-2, None), "昨个": (-1, None), "今个": (0, None), "明个": (1, None), "昨儿个": (-1, None), "昨儿": (-1, None), "今天": (0, None), "今日": (0, None),
-    "今儿个": (0, None), "今儿": (0, None), "明天": (1, None), "明日": (1, None),
-    "明儿": (1, None), "后天": (2, None), "大后天": (3, None),
+    "前儿个": (-2, None), "前儿": (-2, None), "昨儿个": (-1, None), "昨儿": (-1, None), "昨个": (-1, None),
+    "今天": (0, None), "今日": (0, None), "今儿个": (0, None), "今儿": (0, None), "今个": (0, None),
+    "明天": (1, None), "明日": (1, None), "明儿": (1, None), "明个": (1, None), "后天": (2, None), "大后天": (3, None),
     "今早": (0, "morning"), "今晨": (0, "morning"), "今晚": (0, "night"), "今夜": (0, "night"),
-    "昨晚": (-1, "night"), "昨夜": (-1, "night"), "昨早": (-1, "morning"), "前晚": (-2, "night"), "明早": (1, "morning"), "明晚": (1, "night"),
+    "昨晚": (-1, "night"), "昨夜": (-1, "night"), "昨早": (-1, "morning"), "前晚": (-2, "night"),
+    "明早": (1, "morning"), "明晚": (1, "night"),
 }
 
 # 晚上 and 夜里 are one night, 18:00 to 05:00 (昨晚两点才睡 is 02:00 today); 清晨 is dawn only.
@@ -123,7 +124,7 @@ _RX = {
     "daynum": re.compile(r"(?P<d>(?<![\d第])\d{1,2}|(?<![\d第零〇一二两三四五六七八九十廿卅])(?:[廿卅][一二三四五六七八九]?|[一二三四五六七八九十]{1,3}))(?P<suf>号|日)"
                          + _DAY_NUM_STOP),
     "part": re.compile(_alt(_PART_WORDS)),
-    "part_after_day": re.compile(r"一大早|一早|晚(?![上间饭餐点些辈安会年期霞报归婚])"),
+    "part_after_day": re.compile(r"一大早|一早|晚(?![上间饭餐点些辈安会年期霞报归婚起到了])"),
     "approx": re.compile(r"左右|前后"),
     # Only beside a month, week or year (上个月最后一天, 这周第一天); alone (第一天上班) it is no time.
     "edge": re.compile(r"的?(?P<w>第一天|头一天|最后一天|末一天)"),
@@ -183,6 +184,9 @@ def _rolling_vague(m: re.Match[str], c: Ctx, out: Atoms) -> None:
         out.range(m, cal.rolling(c.now, timedelta(days=7)), "recent")
 
 
+_FEW_UNITS = {"周": "week", "星期": "week", "礼拜": "week", "月": "month", "年": "year"}
+
+
 def _ago(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     raw, unit, sign = m.group("n").replace("俩", "两").replace("仨", "三"), m.group("u"), (-1 if m.group("dir") == "前" else 1)
     today = c.today
@@ -214,8 +218,9 @@ def _ago(m: re.Match[str], c: Ctx, out: Atoms) -> None:
         out.range(m, cal.year_range(c.tz, today.year + sign * n), "ago")
 
 
-_BEFORE_前晚 = set("我你他她们咱的在是就那这说和跟了也都，。！？、,.!? \n")
-_FEW_UNITS = {"周": "week", "星期": "week", "礼拜": "week", "月": "month", "年": "year"}
+# 前晚 (the night before last) starts a phrase: after these, not after a word ending in 前 (以前晚上,
+# 睡前晚, 三天前晚上).
+_BEFORE_NIGHT_BEFORE_LAST = set("我你他她们咱的在是就那这说和跟了也都，。！？、,.!? \n")
 
 
 def _few_back(m: re.Match[str], c: Ctx, out: Atoms) -> None:
@@ -225,8 +230,8 @@ def _few_back(m: re.Match[str], c: Ctx, out: Atoms) -> None:
 def _dayword(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     if m.group() == "后天" and c.text[max(0, m.start() - 1) : m.start()] in ("以", "之", "然", "最"):
         return  # 以后天天… is "from now on", not the day after tomorrow
-    if m.group() == "前晚" and m.start() > 0 and c.text[m.start() - 1] not in _BEFORE_前晚:
-        return  # 以前晚上, 睡前晚, 三天前晚上: a word ending in 前, then 晚
+    if m.group() == "前晚" and m.start() > 0 and c.text[m.start() - 1] not in _BEFORE_NIGHT_BEFORE_LAST:
+        return
     if m.group() == "前儿" and (c.text[max(0, m.start() - 1) : m.start()] in tuple("跟眼面门身")
                                or c.text[m.end() : m.end() + 1] in tuple("子媳女")):
         return  # 跟前儿 (near), 前儿媳 (a former daughter-in-law): not the day before yesterday
