@@ -95,8 +95,12 @@ _RX = {
     "bare_weekday": re.compile(r"(?<!每)(?:周|星期|礼拜|週)(?P<wd>[一二三四五六日天1-7])" + _WD_STOP),
     "bare_weekend": re.compile(r"(?<!每)周末"),
     "month_rel": re.compile(r"(?P<p>上上|上|这|本|下下|下)(?:一?个)月|(?P<p2>上上|上|这|本|下下|下)月(?![亮光球饼色经])"),
+    # 5月6号, and in chat 5月6 without 号 when a day word, a part of day, a pronoun, a verb of
+    # going or punctuation follows (5月6那天, 4月30我问你的): 5月6个 / 5月6次 stay the month.
     "date": re.compile(
-        r"(?:" + _YEAR + r")?(?P<m>" + NUM + r")月(?!天)(?:(?P<d>" + NUM + r")[日号]" + _DAY_NUM_STOP + r"|份)?"
+        r"(?:" + _YEAR + r")?(?P<m>" + NUM + r")月(?!天)(?:(?P<d>" + NUM + r")[日号]" + _DAY_NUM_STOP
+        + r"|(?P<bare>" + NUM + r")(?=那|当天|这天|早|晚|上午|中午|下午|傍晚|夜|凌晨|半夜|[我你他她咱在的去和到至跟给，。！？、,.!?\s~～—]|$)"
+        + r"|份)?"
     ),
     "year": re.compile(
         r"(?:(?P<y>\d{4}|[〇零一二三四五六七八九]{4})年(?!代|级|纪|前|后|龄|薪)|(?<![以之最然])(?P<yr>大前年|前年|去年|今年|明年|后年))"
@@ -276,12 +280,13 @@ def _date(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     if month is None or not 1 <= month <= 12:
         return
     year = _year_of(m, c.today)
-    if not m.group("d"):
+    raw_day = m.group("d") or m.group("bare")
+    if not raw_day:
         if year is None:
             year = cal.recent_month(c.today, month)
         out.range(m, cal.month_range(c.tz, year, month), "month", period="month")
         return
-    dom = cn_int(m.group("d"))
+    dom = cn_int(raw_day)
     if dom is None:
         return
     d = cal.valid_date(year, month, dom) if year is not None else cal.recent_date(c.today, month, dom)
