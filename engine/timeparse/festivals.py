@@ -101,6 +101,8 @@ FESTIVALS: dict[str, FestivalFn] = {
     "teachers_day": _fixed(9, 10),
     "national_day": _fixed(10, 1),
     "halloween": _fixed(10, 31),
+    "singles_day": _fixed(11, 11),  # 双十一, the shopping day
+    "double_twelve": _fixed(12, 12),
     "christmas_eve": _fixed(12, 24),
     "christmas": _fixed(12, 25),
     "spring_festival": LunarDay(1, 1),

@@ -60,6 +60,7 @@ _FESTIVALS = {
     "感恩节": "thanksgiving", "教师节": "teachers_day", "六一儿童节": "childrens_day",
     "儿童节": "childrens_day", "三八妇女节": "womens_day", "妇女节": "womens_day",
     "愚人节": "april_fools", "跨年夜": "new_years_eve", "复活节": "easter",
+    "双十一": "singles_day", "双11": "singles_day", "光棍节": "singles_day", "双十二": "double_twelve", "双12": "double_twelve",
 }
 # Holiday weeks (the statutory break), as opposed to the festival day itself.
 # (first day relative to the festival, length in days).  春节: 除夕 to 初七, the
