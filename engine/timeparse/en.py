@@ -12,7 +12,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from . import calendar as cal
-from . import en_periods
+from . import en_periods, en_spelling
 from .calendar import Hit
 from .compose import Atom, Atoms, Ctx, Rule, Since, compose, run_rules
 from .en_words import (
@@ -540,5 +540,14 @@ _SINCE = Since(re.compile(r"\b(?:ever\s+)?since\b\s*", _I),
 
 def parse(text: str, now: datetime) -> list[Hit]:
     assert now.tzinfo is not None
+    fixed = en_spelling.corrected(text)
+    if fixed is None:
+        return _parse(text, now)
+    # "what did I do on wendsday": parsed as spelt right, each span mapped back onto the message.
+    spelt, offsets = fixed
+    return [replace(h, span=(offsets[h.span[0]], offsets[h.span[1]])) for h in _parse(spelt, now)]
+
+
+def _parse(text: str, now: datetime) -> list[Hit]:
     return compose(atoms(text, now), text, now.tzinfo, now.date(), "en", _GAP, _CONNECTOR, _RANGE_PREFIX, _ENUM,
                    shift=_shift, since=_SINCE)
