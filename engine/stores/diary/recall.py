@@ -56,7 +56,7 @@ _EN_MEMORY = re.compile(
     r"(i|we) told you|you (said|told me|mentioned|recommended|suggested)\b|"
     r"(i|we) (told|said|mentioned)\b[^.!?]*[,.;]\s*(what|where|who|when|how|which)(\s+one)?\s+(was|is|were|did)\s+"
     r"(it|they|that|this|the|its|their|his|her|you)\b|"
-    r"\bwhat (i|we) (told|said|mentioned|talked about|discussed|chatted about)|"
+    r"\bwhat (i|we) (told|said|mentioned|talked|discussed|chatted)|"
     r"what (have|had) (i|we)\b|what was (i|it i|it we)|what were we|"
     r"(continue|pick up|resume)\b[^.?!]{0,30}\b(topic|conversation|discussion|chat)|where we left off|let'?s continue)\b",
     re.IGNORECASE,
