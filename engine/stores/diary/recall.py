@@ -34,9 +34,7 @@ _ZH_MEMORY = re.compile(
     r"(跟|和|对|给)你(说|讲|提|聊|吐槽|抱怨|倾诉|推荐)(的|过)|"
     # what I said then, referred to ("上星期我说的健身计划", "就像我昨天说的"): about past talk even
     # in a statement
-    r"我(说|讲|提到?|聊到?)的|"
-    # what you told me then ("今天早上你给我推荐的歌", "昨天你说的对")
-    r"你(给我|跟我|和我|对我|帮我)?(说|讲|提到?|推荐|建议|介绍)的"
+    r"我(说|讲|提到|聊到)的"
 )
 # A question about what I / we did: subject, a past marker, then a question word.
 _ZH_PAST_QUESTION = re.compile(
@@ -100,9 +98,11 @@ _EN_QUESTION = re.compile(
 )
 
 
-# Something I told you, in a question ("what was the place I mentioned this morning", "whats the
-# movie i mentioned earlier today"): a question about the conversation even with no other cue.
-_EN_TOLD_IN_QUESTION = re.compile(r"\b(i|we) (told you|said|mentioned|recommended|suggested)\b", re.IGNORECASE)
+# Something one of us told the other, in a question ("what was the place I mentioned this morning",
+# "今天早上你给我推荐的歌是哪首"): a question about the conversation even with no other cue. In a
+# statement it is not ("你推荐的那家店昨天我去了" is about the visit).
+_TOLD_IN_QUESTION = re.compile(r"\b(i|we) (told you|said|mentioned|recommended|suggested)\b"
+                               r"|你(给我|跟我|和我|对我|帮我)?(说|讲|提到|推荐|建议|介绍)的", re.IGNORECASE)
 
 
 def is_question(message: str) -> bool:
@@ -145,7 +145,7 @@ def decide(
     cue = recall_cue(message)
     if cue or not require_cue:
         return RecallDecision(True, cue)
-    told = _EN_TOLD_IN_QUESTION.search(message)
+    told = _TOLD_IN_QUESTION.search(message)
     if told and is_question(message):
         return RecallDecision(True, told.group(0))
     if before_today and is_question(message):
