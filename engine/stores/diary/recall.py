@@ -25,7 +25,8 @@ from datetime import datetime
 
 # A memory verb: enough on its own, given a past range.
 _ZH_MEMORY = re.compile(
-    r"记得|记不记得|忘了|回忆|回想|想起来|"
+    # 忘了 only before what was forgotten is asked ("我忘了昨天聊的啥"); "我昨天忘了带钥匙" is a statement
+    r"记得|记不记得|忘(了|记了?)[^，。！？,.!?]{0,12}(什么|啥|哪|谁|几|多少|叫|名字)|回忆|回想|想起来|"
     r"(聊|谈|说|讲|提|问|告诉|跟你说|和你说|对你说)(了|过|到)?(些)?(什么|啥|哪些|些啥|几件|多少)|"
     r"(聊|谈|讲|提|告诉|问)过|跟你说过|和你说过|对你说过|说过|提到过|"
     r"我们.{0,6}(聊|谈|说|讲)|咱们.{0,6}(聊|谈|说|讲)|咱.{0,4}(聊|谈)|"
@@ -46,7 +47,10 @@ _ZH_PAST_QUESTION = re.compile(
     r"|(我|我们|咱们|咱)[^，。！？,.!?]{0,8}(去|吃|买|做|看|玩|干|喝|穿|见)的(是)?(哪|什么|啥|谁)"
 )
 _EN_MEMORY = re.compile(
-    r"\b(remember|recall|remind me|forgot|forget|(refresh|jog) my memory|"
+    # forgot / forget only with what was forgotten asked about ("I forgot what I told you"); "I
+    # forgot my keys yesterday" is a statement
+    r"\b(remember|recall|remind me|(forgot|forget|forgotten)\s+(what|where|who|when|which|whether|if|how|the name|about)|"
+    r"(refresh|jog) my memory|"
     r"(talk|talked|chat|chatted|speak|spoke|discuss|discussed)\s+about|"
     r"did(n'?t| not)? (i|we) (ever |already |once )?(tell|say|mention|talk|chat|discuss|ask)|(have|haven'?t) (i|we) (told|said|mentioned)|"
     r"(i|we) (told|said|mentioned|talked|chatted|discussed)\b.*\?|"
