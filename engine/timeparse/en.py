@@ -357,10 +357,11 @@ def _edge(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     out.edge(m, first=m.group("w").lower() == "first")
 
 
-# Festival names that are also ordinary words: a day only after a preposition ("over New Year",
-# "on valentines").
+# Festival names that are also ordinary words: a day only after a preposition of time ("over New
+# Year", "on valentines"); "plans for the new year", "until new year" are the coming one, not a day
+# to recall.
 _NEEDS_PREPOSITION = {"new year", "new years", "valentines"}
-_PREPOSITION = re.compile(r"\b(?:at|on|over|since|after|before|around|for|during|by|until|till)\s+(?:the\s+)?$", _I)
+_PREPOSITION = re.compile(r"\b(?:at|on|over|since|after|around|during)\s+(?:the\s+)?$", _I)
 
 
 def _festival_key(word: str) -> str:

@@ -2,10 +2,12 @@
 
 People type their questions quickly; a misspelt weekday made "what did I do on wendsday" a message
 with no time at all. Only the long names are corrected, and only a word that starts with the same
-letter and is at most one edit away (two for names of eight letters or more; a swap of two
-neighbouring letters is one edit). No English word is that close to these names (`remember` is two
-edits from `december` but starts with another letter), while the six-letter names are left alone:
-"sundry" and "sundae" are one edit from "sunday".
+letter and is at most one edit away, or two for a word of seven letters or more and a name of eight
+or more (a swap of two neighbouring letters is one edit); the nearest name wins, a tie corrects
+nothing. No English word is that close to these names ("remember" is two edits from "december" but
+starts with another letter; "sturdy", two from "saturday", is too short), while the six-letter names
+are left alone: "sundry" and "sundae" are one edit from "sunday". A misspelt plural ("thurdays") is
+corrected as a plural.
 """
 
 from __future__ import annotations
@@ -41,14 +43,22 @@ def meant(word: str) -> str | None:
     w = word.lower()
     if w in NAMES or w.rstrip("s") in NAMES:
         return None
-    found = []
+    if w.endswith("s") and len(w) > 6:
+        plural = meant(w[:-1])
+        if plural is not None:
+            return plural + "s"
+    best: dict[int, list[str]] = {}
     for name in NAMES:
         if w[0] != name[0]:
             continue
-        limit = 2 if len(name) >= 8 else 1
-        if _edits(w, name, limit) <= limit:
-            found.append(name)
-    return found[0] if len(found) == 1 else None
+        limit = 2 if len(name) >= 8 and len(w) >= 7 else 1
+        d = _edits(w, name, limit)
+        if d <= limit:
+            best.setdefault(d, []).append(name)
+    if not best:
+        return None
+    nearest = best[min(best)]
+    return nearest[0] if len(nearest) == 1 else None
 
 
 def corrected(text: str) -> tuple[str, list[int]] | None:

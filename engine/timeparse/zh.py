@@ -28,8 +28,8 @@ _WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6
 _DAY_WORDS = {
     "大前天": (-3, None), "前天": (-2, None), "昨天": (-1, None), "昨日": (-1, None),
     "前儿个": (-2, None), "前儿": (-2, None), "昨儿个": (-1, None), "昨儿": (-1, None), "昨个": (-1, None),
-    "今天": (0, None), "今日": (0, None), "今儿个": (0, None), "今儿": (0, None), "今个": (0, None),
-    "明天": (1, None), "明日": (1, None), "明儿": (1, None), "明个": (1, None), "后天": (2, None), "大后天": (3, None),
+    "今天": (0, None), "今日": (0, None), "今儿个": (0, None), "今儿": (0, None),
+    "明天": (1, None), "明日": (1, None), "明儿": (1, None), "后天": (2, None), "大后天": (3, None),
     "今早": (0, "morning"), "今晨": (0, "morning"), "今晚": (0, "night"), "今夜": (0, "night"),
     "昨晚": (-1, "night"), "昨夜": (-1, "night"), "昨早": (-1, "morning"), "前晚": (-2, "night"),
     "明早": (1, "morning"), "明晚": (1, "night"),
@@ -84,7 +84,7 @@ _RX = {
     ),
     "rolling_vague": re.compile(r"最近这段时间|最近一段时间|这段时间|这阵子|近来|近期|最近|前几天|前些天|前些日子|前阵子|前段时间|这两天|(?<![\d一二三四五六七八九十])前两天"),
     # 前几周 / 前几个月 / 前几年, "a few weeks / months / years ago" (前几天 is rolling_vague's).
-    "few_back": re.compile(r"前几个?(?P<u>周|星期|礼拜|月|年)(?!前|后|以|之)"),
+    "few_back": re.compile(r"(?<![提目以之从眼面])前几个?(?P<u>周|星期|礼拜|月|年)(?!前|后|以|之)"),
     "ago": re.compile(
         r"(?P<n>\d{1,3}|[一二两三四五六七八九十]{1,3}|几|半|俩|仨)个?(?P<u>天|日|小时|钟头|周|星期|礼拜|月|年)(?:之|以)?(?P<dir>前|后)"
     ),
@@ -100,7 +100,7 @@ _RX = {
     # going or punctuation follows (5月6那天, 4月30我问你的): 5月6个 / 5月6次 stay the month.
     "date": re.compile(
         r"(?:" + _YEAR + r")?(?P<m>" + NUM + r")月(?!天)(?:(?P<d>" + NUM + r")[日号]" + _DAY_NUM_STOP
-        + r"|(?P<bare>" + NUM + r")(?=那|当天|这天|早|晚|上午|中午|下午|傍晚|夜|凌晨|半夜|[我你他她咱在的去和到至跟给，。！？、,.!?\s~～—]|$)"
+        + r"|(?P<bare>" + NUM + r")(?=那|当天|这天|早|晚|上午|中午|下午|傍晚|夜|凌晨|半夜|[我你他她咱在的去和到至跟给买吃看玩做见过，。！？、,!?\s~～—]|\.(?!\d)|$)"
         + r"|份)?"
     ),
     "year": re.compile(
@@ -129,7 +129,8 @@ _RX = {
     "daynum": re.compile(r"(?P<d>(?<![\d第])\d{1,2}|(?<![\d第零〇一二两三四五六七八九十廿卅])(?:[廿卅][一二三四五六七八九]?|[一二三四五六七八九十]{1,3}))(?P<suf>号|日)"
                          + _DAY_NUM_STOP),
     "part": re.compile(_alt(_PART_WORDS)),
-    "part_after_day": re.compile(r"一大早|一早|晚(?![上间饭餐点些辈安会年期霞报归婚起到了])"),
+    # 晚 is "late" before a verb or an amount (晚睡, 晚回家, 晚一点, 晚两天): not a night.
+    "part_after_day": re.compile(r"一大早|一早|晚(?![上间饭餐点些辈安会年期霞报归婚起到了睡回交走来去一两几半])"),
     "approx": re.compile(r"左右|前后"),
     # Only beside a month, week or year (上个月最后一天, 这周第一天); alone (第一天上班) it is no time.
     "edge": re.compile(r"的?(?P<w>第一天|头一天|最后一天|末一天)"),
@@ -139,7 +140,8 @@ _RX = {
     ),
 }
 
-_GAP = re.compile(r"的?\s*")
+# 5月3号那天晚上: 那天 / 当天 may stand between a day and what follows it.
+_GAP = re.compile(r"(?:的|那天|当天|那日|这天)?\s*")
 _CONNECTOR = re.compile(r"\s*(?:到|至|~|～|-|—|–|－|一直到)\s*")
 _RANGE_PREFIX = re.compile(r"从\s*$")
 _ENUM = re.compile(r"\s*(?:和|跟|与|及|、|或者|或|还是|，|,)\s*")
@@ -237,9 +239,9 @@ def _dayword(m: re.Match[str], c: Ctx, out: Atoms) -> None:
         return  # 以后天天… is "from now on", not the day after tomorrow
     if m.group() == "前晚" and m.start() > 0 and c.text[m.start() - 1] not in _BEFORE_NIGHT_BEFORE_LAST:
         return
-    if m.group() == "前儿" and (c.text[max(0, m.start() - 1) : m.start()] in tuple("跟眼面门身")
-                               or c.text[m.end() : m.end() + 1] in tuple("子媳女")):
-        return  # 跟前儿 (near), 前儿媳 (a former daughter-in-law): not the day before yesterday
+    if m.group() == "前儿" and (c.text[max(0, m.start() - 1) : m.start()] in tuple("跟眼面门身以从之提目")
+                               or c.text[m.end() : m.end() + 1] in tuple("子媳女时科童歌")):
+        return  # 跟前儿 (near), 以前儿时, 前儿媳, 儿科: not the day before yesterday
     offset, part = _DAY_WORDS[m.group()]
     out.day(m, c.today + timedelta(days=offset), "day", part=part)
 

@@ -129,15 +129,24 @@ def _fuzzy_ago(m: re.Match[str], tz: tzinfo, today: date) -> tuple[datetime, dat
     if n is None or n == 0:
         return None
     unit, more = m.group("u"), m.group("more")
-    if more != "多" and (unit not in ("天", "日") or n % 10):
-        return None  # 几 and 来 only after tens of days: 两几天, 三来个月 are not said
-    if more == "来":
-        return cal.days_range(tz, today - timedelta(days=n + 3), today - timedelta(days=n - 3))
-    if unit in ("天", "日"):
-        # 十多天 is 11–19 days; 两天多 is not written this way, so only tens make sense.
-        if n % 10:
+    tens = n % 10 == 0
+    if more == "来":  # about ten / twenty days; 三来个月 is not said
+        if unit not in ("天", "日") or not tens:
             return None
-        return cal.days_range(tz, today - timedelta(days=n + 9), today - timedelta(days=n + 1))
+        return cal.days_range(tz, today - timedelta(days=n + 3), today - timedelta(days=n - 3))
+    if more == "几" and not tens:
+        return None  # 两几天 is not said
+    if tens:
+        # 十多天 / 十几年 / 二十多个月: after a ten, 多 and 几 are "and some": n+1 … n+9 units back.
+        if unit in ("天", "日"):
+            return cal.days_range(tz, today - timedelta(days=n + 9), today - timedelta(days=n + 1))
+        if unit in ("周", "星期", "礼拜"):
+            return cal.days_range(tz, today - timedelta(weeks=n + 9), today - timedelta(weeks=n + 1))
+        months = 12 if unit == "年" else 1
+        return cal.days_range(tz, cal.same_day_shifted(today, months=-(n + 9) * months),
+                              cal.same_day_shifted(today, months=-(n + 1) * months))
+    if unit in ("天", "日"):
+        return None  # 两天多 is not written this way
     if unit in ("周", "星期", "礼拜"):
         lo, hi = today - timedelta(weeks=n + 1), today - timedelta(weeks=n)
     elif unit == "月":

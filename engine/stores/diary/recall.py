@@ -26,16 +26,13 @@ from datetime import datetime
 # A memory verb: enough on its own, given a past range.
 _ZH_MEMORY = re.compile(
     # 忘了 only before what was forgotten is asked ("我忘了昨天聊的啥"); "我昨天忘了带钥匙" is a statement
-    r"记得|记不记得|忘(了|记了?)[^，。！？,.!?]{0,12}(什么|啥|哪|谁|几|多少|叫|名字)|回忆|回想|想起来|"
+    r"记得|记不记得|忘(了|记了?)[^，。！？,.!?]{0,12}(什么|啥|哪|谁|多少|名字)|回忆|回想|想起来|"
     r"(聊|谈|说|讲|提|问|告诉|跟你说|和你说|对你说)(了|过|到)?(些)?(什么|啥|哪些|些啥|几件|多少)|"
     r"(聊|谈|讲|提|告诉|问)过|跟你说过|和你说过|对你说过|说过|提到过|"
     r"我们.{0,6}(聊|谈|说|讲)|咱们.{0,6}(聊|谈|说|讲)|咱.{0,4}(聊|谈)|"
     r"发生了什么|发生过什么|(都|还)?干了(些)?(什么|啥)|都做了(些)?(什么|啥)|什么来着|啥来着|"
     r"(接着|继续)[^，。！？,.!?]{0,8}(聊|话题)|再(聊聊|说说|讲讲)|那个话题|"
-    r"(跟|和|对|给)你(说|讲|提|聊|吐槽|抱怨|倾诉|推荐)(的|过)|"
-    # what I said then, referred to ("上星期我说的健身计划", "就像我昨天说的"): about past talk even
-    # in a statement
-    r"我(说|讲|提到|聊到)的"
+    r"(跟|和|对|给)你(说|讲|提|聊|吐槽|抱怨|倾诉|推荐)(的|过)"
 )
 # A question about what I / we did: subject, a past marker, then a question word.
 _ZH_PAST_QUESTION = re.compile(
@@ -49,13 +46,11 @@ _ZH_PAST_QUESTION = re.compile(
 _EN_MEMORY = re.compile(
     # forgot / forget only with what was forgotten asked about ("I forgot what I told you"); "I
     # forgot my keys yesterday" is a statement
-    r"\b(remember|recall|remind me|(forgot|forget|forgotten)\s+(what|where|who|when|which|whether|if|how|the name|about)|"
+    r"\b(remember|recall|remind me|(forgot|forget|forgotten)\s+(what|where|who|when|which|whether|if|how|the name)|"
     r"(refresh|jog) my memory|"
     r"(talk|talked|chat|chatted|speak|spoke|discuss|discussed)\s+about|"
     r"did(n'?t| not)? (i|we) (ever |already |once )?(tell|say|mention|talk|chat|discuss|ask)|(have|haven'?t) (i|we) (told|said|mentioned)|"
     r"(i|we) (told|said|mentioned|talked|chatted|discussed)\b.*\?|"
-    # what was told then, referred to ("I told you yesterday that...", "you said this morning")
-    r"(i|we) told you|you (said|told me|mentioned|recommended|suggested)\b|"
     r"(i|we) (told|said|mentioned)\b[^.!?]*[,.;]\s*(what|where|who|when|how|which)(\s+one)?\s+(was|is|were|did)\s+"
     r"(it|they|that|this|the|its|their|his|her|you)\b|"
     r"\bwhat (i|we) (told|said|mentioned|talked|discussed|chatted)|"
@@ -75,10 +70,16 @@ _EN_PAST_QUESTION = re.compile(
 # nor a statement, and with its time words removed too short to search on. The verb must open the
 # message or a sentence, follow who it is for, or end a 把 clause; a statement that holds one
 # ("昨天写了个总结", "老师让我们总结一下上周的课", "Last night, review sessions ran late") is not a request.
-_ZH_VERBS = r"(?:说说|讲讲|总结|回顾|复盘|概括|梳理|整理|汇总|归纳|盘点|列出|列举)"
+# 整理 / 汇总 / 归纳 open statements as often as requests ("整理了一下昨天拍的照片", "整理上周的会议纪要花了
+# 我两小时"): only after who it is for or ending a 把 clause. A verb followed by 了 / 的 / 过 / 着 is a
+# finished action ("总结了一下上周的工作", "上周你整理的资料"), not a request.
+_ZH_VERBS = r"(?:说说|讲讲|总结|回顾|复盘|概括|梳理|盘点|列出|列举)(?![了的过着])"
+_ZH_VERBS_FOR = r"(?:整理|汇总|归纳)(?![了的过着])"
 _ZH_REQUEST = re.compile(
     r"(?:^|[。！？!?；;\n]\s*|给我|跟我|和我|帮我|请|麻烦你?|你)" + _ZH_VERBS
-    + r"|(?:^|[。！？!?；;，,\s]|给我|帮我|请|麻烦你?|你)把[^。！？!?；;，,让叫]{1,24}?" + _ZH_VERBS + r"(?:一下|下)"
+    + r"|(?:给我|帮我|请你?|麻烦你?)" + _ZH_VERBS_FOR
+    + r"|(?:^|[。！？!?；;，,\s]|给我|帮我|请|麻烦你?|你)把[^。！？!?；;，,让叫]{1,24}?(?:" + _ZH_VERBS + "|" + _ZH_VERBS_FOR
+    + r")(?:一下|下)"
 )
 _EN_REQUEST = re.compile(
     r"(?:^|[.!?]\s+|\b(?:please|now|so|ok|okay|hey|and|just|then)[,!]?\s+)"
@@ -91,22 +92,26 @@ _EN_REQUEST = re.compile(
 
 
 # A question: a question mark, or an interrogative word. Only asked together with a past range.
-_ZH_QUESTION = re.compile(r"[?？]|吗|什么|啥|哪|谁|(?<![前这那好十])几[点号月天个次]|怎么|怎样|为什么|为啥|多少|是否|有没有|是不是|如何|(?<!知道)(?<!知道该)干嘛|咋|呢\s*$")
+_ZH_QUESTION = re.compile(r"[?？]|吗|什么|啥|哪|谁|(?<![前这那好十])几[点号月天个次]|怎么|怎样|为什么|为啥|多少|是否|有没有|是不是|如何|(?<![没不])(?<!不知道[该要能去])(?<!知道)干嘛|咋(?![舌呼])|呢\s*$")
 _EN_QUESTION = re.compile(
     r"\?|^\s*(?:(?:so|and|ok|okay|well|hey|but|then)\b,?\s+)?"
     r"(what(?!\s+an?\b)|whats|wheres|whos|when|where|who|whom|whose|which|why|how|did|do|does|was|were|is|are|can|could|have|had|"
     r"didn'?t|don'?t|wasn'?t|weren'?t|haven'?t|hadn'?t|any idea)\b"
     # or a question put after a clause ("yesterday you recommended a show, whats it called")
-    r"|[,;.:\-–—]\s*(?:what|where|who|which)(?:'?s|\s+(?:was|is|were|did))\s+(?:it|that|this|they|he|she|the|his|her)\b",
+    r"|[,;.:\-–—]\s*(?:what|where|who|which)\s+(?:was|were|did)\s+(?:it|that|this|they|he|she|the|his|her)\b"
+    r"|[,;.:\-–—]\s*(?:what|which)(?:'?s|\s+is)\s+(?:it|that|this|the\s+\w+)\s+(?:called|named|again)\b",
     re.IGNORECASE,
 )
 
 
-# Something one of us told the other, in a question ("what was the place I mentioned this morning",
-# "今天早上你给我推荐的歌是哪首"): a question about the conversation even with no other cue. In a
-# statement it is not ("你推荐的那家店昨天我去了" is about the visit).
-_TOLD_IN_QUESTION = re.compile(r"\b(i|we) (told you|said|mentioned|recommended|suggested)\b"
-                               r"|你(给我|跟我|和我|对我|帮我)?(说|讲|提到|推荐|建议|介绍)的", re.IGNORECASE)
+# Something one of us told the other, in a question or a request ("what was the place I mentioned
+# this morning", "今天早上你给我推荐的歌是哪首", "上星期我说的健身计划帮我看看"): about the
+# conversation even with no other cue. In a statement it is not: "你推荐的那家店昨天我去了" and "the
+# book you recommended last week was great" are about the visit and the book, "上周我讲的课" a lecture.
+_TOLD = re.compile(r"\b(i|we) (told you|said|mentioned|recommended|suggested)\b"
+                   r"|\byou (said|told me|mentioned|recommended|suggested)\b"
+                   r"|我(说|讲|提到|聊到)的|你(给我|跟我|和我|对我|帮我)?(说|讲|提到|推荐|建议|介绍)的", re.IGNORECASE)
+_ASKING = re.compile(r"帮我|给我|请你|麻烦你|\b(can|could|would) you\b|\bplease\b", re.IGNORECASE)
 
 
 def is_question(message: str) -> bool:
@@ -149,8 +154,8 @@ def decide(
     cue = recall_cue(message)
     if cue or not require_cue:
         return RecallDecision(True, cue)
-    told = _TOLD_IN_QUESTION.search(message)
-    if told and is_question(message):
+    told = _TOLD.search(message)
+    if told and (is_question(message) or _ASKING.search(message)):
         return RecallDecision(True, told.group(0))
     if before_today and is_question(message):
         return RecallDecision(True, "a question about a past day")
