@@ -23,12 +23,12 @@ def _lines(name: str) -> list[str]:
 
 
 def _fires(message: str, *, require_cue: bool = True) -> bool:
-    ranges = [clip_to_past(e.start, e.end, NOW) for e in parse_time_ranges(message, now=NOW)]
-    ranges = [r for r in ranges if r is not None]
+    found = [(e.span, clip_to_past(e.start, e.end, NOW)) for e in parse_time_ranges(message, now=NOW)]
+    ranges = [(span, r) for span, r in found if r is not None]
     today = NOW.replace(hour=0, minute=0, second=0, microsecond=0)
-    return decide(
-        message, has_past_range=bool(ranges), require_cue=require_cue, before_today=any(stop <= today for _, stop in ranges)
-    ).use
+    past = [span for span, (_, stop) in ranges if stop <= today]
+    return decide(message, has_past_range=bool(ranges), require_cue=require_cue, before_today=bool(past),
+                  past_spans=past).use
 
 
 def test_false_trigger_and_recall_rates():
@@ -73,6 +73,23 @@ def test_false_trigger_and_recall_rates():
         ("I went hiking last weekend", False),
         ("前几天手机摔坏了", False),
         ("今天几号", False),
+        # A question to the character about itself or now, after a clause with a past day, asks
+        # nothing about that day; a question about the day, or pointing back at its things, does.
+        ("昨天吃的火锅，你喜欢吃辣吗？", False),
+        ("我上周开始学吉他了，你觉得难不难？", False),
+        ("yesterday was rough, how are you?", False),
+        ("i cried at work yesterday, is that normal?", False),
+        ("the weather was amazing yesterday, what's your favorite season?", False),
+        ("昨天读了一本书，你知道它叫什么吗？", True),
+        ("can you tell me what i did on friday", True),
+        ("On Monday I mentioned a recipe. What was in it?", True),
+        # 啥也没, 你猜怎么着, 还…呢 and 没人记得 are statements; 能过吗 asks about the future
+        ("上周去爬山了你猜怎么着", False),
+        ("昨儿个去逛街，啥也没买", False),
+        ("去年这个时候我还在上海上班呢", False),
+        ("前天我生日，没人记得，有点难过", False),
+        ("前天去面试了，感觉还行，你觉得我能过吗？", False),
+        ("go back to what we were talking about yesterday", True),
     ],
     ids=lambda v: str(v),
 )

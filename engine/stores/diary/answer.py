@@ -198,6 +198,7 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
         has_past_range=bool(ranges),
         require_cue=config.require_recall_cue,
         before_today=any(stop <= today for _, (_, stop) in ranges),
+        past_spans=[expr.span for expr, (_, stop) in ranges if stop <= today],
     )
     vector = message_vector(query)
     window = {" ".join(m.get("content", "").split()) for m in query.recent}
