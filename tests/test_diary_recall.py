@@ -90,6 +90,22 @@ def test_false_trigger_and_recall_rates():
         ("前天我生日，没人记得，有点难过", False),
         ("前天去面试了，感觉还行，你觉得我能过吗？", False),
         ("go back to what we were talking about yesterday", True),
+        # A question in a clause of its own asks about something else, unless it names our talk in
+        # the clause with the time, points back, or asks what I did right after the time.
+        ("My boss yelled at me yesterday in front of everyone. is that even allowed?", False),
+        ("上个月我弟高考，考了620分，能上什么学校啊", False),
+        ("昨天面试官问我为什么离职，我一下子答不上来，这种问题该怎么回答？", False),
+        ("Had the worst date of my life on Saturday lol", False),
+        ("昨天吃了火锅，今天嗓子就疼了，你说我是不是上火了？", False),
+        ("上周我们老板突然说要裁员，大家都人心惶惶的", False),
+        ("Last night my husband and I had a long talk about having kids. how do you know when you're ready?", False),
+        ("上周你说我应该多运动，具体是怎么说的", True),
+        ("昨天我跟你说我几点的飞机", True),
+        ("On Wednesday I asked you a question about taxes, what did you answer?", True),
+        ("上个月你给我的那个建议我忘了，能再说一次吗", True),
+        ("11月6号那天，我读的书叫什么名字", True),
+        ("do you know what i did last weekend", True),
+        ("last week we had a chat about dogs right", True),
     ],
     ids=lambda v: str(v),
 )

@@ -27,29 +27,35 @@ from datetime import datetime
 # A memory verb: enough on its own, given a past range.
 _ZH_MEMORY = re.compile(
     # 忘了 only before what was forgotten is asked ("我忘了昨天聊的啥"); "我昨天忘了带钥匙" is a statement
-    r"(?<!没人)(?<!有人)(?<!都不)(?<!也不)记得|记不记得|忘(了|记了?)[^，。！？,.!?]{0,12}(什么|啥|哪|谁|多少|名字)|回忆|回想|想起来|"
+    r"(?<!没人)(?<!有人)(?<!都不)(?<!也不)记得|记不记得|忘(了|记了?)[^，。！？,.!?]{0,12}(什么|啥|哪|谁|多少|名字)|回忆|回想|你[^，。！？,.!?]{0,4}想起来|想起来(了)?[吗没]|"
     r"(聊|谈|说|讲|提|问|告诉|跟你说|和你说|对你说)(了|过|到)?(些)?(什么|啥|哪些|些啥|几件|多少)|"
     r"(聊|谈|讲|提|告诉|问)过|跟你说过|和你说过|对你说过|说过|提到过|"
-    r"我们.{0,6}(聊|谈|说|讲)|咱们.{0,6}(聊|谈|说|讲)|咱.{0,4}(聊|谈)|"
-    r"发生了什么|发生过什么|(都|还)?干了(些)?(什么|啥)|都做了(些)?(什么|啥)|什么来着|啥来着|"
+    # 我们 / 咱们 as who talked, not "our" (我们老板突然说): only adverbs and times before the verb
+    r"(我们|咱们|咱俩|我俩)(俩|两个)?(之前|以前|上次|那天|那次|昨天|前天|上周|刚才|刚刚|之间)?(都|也|还|又|一起|曾经|就)?(聊|谈|说|讲)|"
+    r"咱.{0,4}(聊|谈)|"
+    r"发生了什么|发生过什么|(都|还)?干了(些)?(什么|啥)|都做了(些)?(什么|啥)|(什么|啥|哪|谁|几|多少)[^，。！？,.!?]{0,4}来着|"
     r"(接着|继续)[^，。！？,.!?]{0,8}(聊|话题)|再(聊聊|说说|讲讲)|那个话题|"
     r"(跟|和|对|给)你(说|讲|提|聊|吐槽|抱怨|倾诉|推荐)(的|过)"
 )
 # A question about what I / we did: subject, a past marker, then a question word.
+# I / we as who did it: not after 你说 / 你觉得 (asking an opinion: "你说我是不是上火了"), 问 (someone
+# asked me) or 是 (是我太小气了吗).
+_WE = r"(?<!你说)(?<!觉得)(?<![问是])(?:我|我们|咱们|咱)"
 _ZH_PAST_QUESTION = re.compile(
-    r"(我|我们|咱们|咱)[^，。！？,.!?]{0,10}(了|(?<![能会以得])过)[^，。！？,.!?]{0,8}"
+    _WE + r"[^，。！？,.!?]{0,10}(了|(?<![能会以得])过)[^，。！？,.!?]{0,8}"
     r"(什么|啥|哪|几|谁|多少|怎么样|吗|么|没|呢|\?|？)"
-    r"|(我|我们|咱们|咱)[^，。！？,.!?]{0,6}(是不是|有没有)[^，。！？,.!?]{0,10}(了|过)"
-    r"|(我|我们|咱们|咱)[^，。！？,.!?]{0,6}(去了|吃了|买了|做了|看了|玩了)(哪|什么|啥|几)"
-    r"|(我|我们|咱们|咱)[^，。！？,.!?]{0,4}(去|吃|买|做|看|玩|干)(了)?(哪|什么|啥)[^，。！？,.!?]{0,3}了"
-    r"|(我|我们|咱们|咱)[^，。！？,.!?]{0,8}(去|吃|买|做|看|玩|干|喝|穿|见)的(是)?(哪|什么|啥|谁)"
+    r"|" + _WE + r"[^，。！？,.!?]{0,6}(是不是|有没有)[^，。！？,.!?]{0,10}(了|过)"
+    r"|" + _WE + r"[^，。！？,.!?]{0,6}(去了|吃了|买了|做了|看了|玩了)(哪|什么|啥|几)"
+    r"|" + _WE + r"[^，。！？,.!?]{0,4}(去|吃|买|做|看|玩|干)(了)?(哪|什么|啥)[^，。！？,.!?]{0,3}了"
+    r"|" + _WE + r"[^，。！？,.!?]{0,8}(去|吃|买|做|看|玩|干|喝|穿|见)的(是)?(哪|什么|啥|谁)"
 )
 _EN_MEMORY = re.compile(
     # forgot / forget only with what was forgotten asked about ("I forgot what I told you"); "I
     # forgot my keys yesterday" is a statement
     r"\b(remember|recall|remind me|(forgot|forget|forgotten)\s+(what|where|who|when|which|whether|if|how|the name)|"
     r"(refresh|jog) my memory|"
-    r"(talk|talked|chat|chatted|speak|spoke|discuss|discussed)\s+about|"
+    r"\b(we|you and i|i and you|i|you)\s+(\w+\s+)?(talk|talked|chat|chatted|speak|spoke|discuss|discussed)\s+about|"
+    r"\bwe\s+(had|have)\s+an?\s+(\w+\s+)?(chat|talk|conversation|discussion)\b|"
     r"did(n'?t| not)? (i|we) (ever |already |once )?(tell|say|mention|talk|chat|discuss|ask)|(have|haven'?t) (i|we) (told|said|mentioned)|"
     r"(i|we) (told|said|mentioned|talked|chatted|discussed)\b.*\?|"
     r"(i|we) (told|said|mentioned)\b[^.!?]*[,.;]\s*(what|where|who|when|how|which)(\s+one)?\s+(was|is|were|did)\s+"
@@ -62,6 +68,7 @@ _EN_MEMORY = re.compile(
 _EN_PAST_QUESTION = re.compile(
     r"\b(what|where|when|who|which|how (much|many|long)|how)\b[^.?!]{0,30}\b(did|was|were|had)\s+(i|we)\b"
     r"|\bwhat did you (say|tell me|recommend|suggest|mention)\b"
+    r"|\b(know|tell me|wonder) what (i|we) (did|ate|said|bought|watched|told you|had|went)\b"
     r"|^\s*(did|was|were|had)\s+(i|we)\b[^.!]*\?",
     re.IGNORECASE,
 )
@@ -74,12 +81,12 @@ _EN_PAST_QUESTION = re.compile(
 # 整理 / 汇总 / 归纳 open statements as often as requests ("整理了一下昨天拍的照片", "整理上周的会议纪要花了
 # 我两小时"): only after who it is for or ending a 把 clause. A verb followed by 了 / 的 / 过 / 着 is a
 # finished action ("总结了一下上周的工作", "上周你整理的资料"), not a request.
-_ZH_VERBS = r"(?:说说|讲讲|总结|回顾|复盘|概括|梳理|盘点|列出|列举)(?![了的过着])"
+_ZH_VERBS = r"(?:说说|讲讲|总结|回顾|复盘|概括|梳理|盘点|列出|列举|复述)(?![了的过着])"
 _ZH_VERBS_FOR = r"(?:整理|汇总|归纳)(?![了的过着])"
 _ZH_REQUEST = re.compile(
     r"(?:^|[。！？!?；;\n]\s*|给我|跟我|和我|帮我|请|麻烦你?|你)" + _ZH_VERBS
     + r"|(?:给我|帮我|请你?|麻烦你?)" + _ZH_VERBS_FOR
-    + r"|(?:^|[。！？!?；;，,\s]|给我|帮我|请|麻烦你?|你)把[^。！？!?；;，,让叫]{1,24}?(?:" + _ZH_VERBS + "|" + _ZH_VERBS_FOR
+    + r"|(?:^|[。！？!?；;，,\s]|给我|帮我|请|麻烦你?|你(?:能不能|可不可以|可以|能)?)把[^。！？!?；;，,让叫]{1,24}?(?:" + _ZH_VERBS + "|" + _ZH_VERBS_FOR
     + r")(?:一下|下)"
 )
 _EN_REQUEST = re.compile(
@@ -96,15 +103,19 @@ _EN_REQUEST = re.compile(
 # 啥 / 什么 before 也 / 都 + 没 / 不 is "anything" ("啥也没买", "什么都不想做"); 你猜怎么着 is a
 # storyteller's aside.
 _ZH_QUESTION = re.compile(
-    r"[?？]|吗|(什么|啥)(?![也都][没不])|哪|谁|(?<![前这那好十])几[点号月天个次]|怎么(?!着)|怎样|为什么|为啥|多少|是否"
+    r"[?？]|吗|(?<!没)(?<!没有)(什么|啥)(?![也都][没不])|哪|谁|(?<![前这那好十])几[点号月天个次]|怎么(?!着)|怎样|为什么|为啥|多少|是否"
     r"|有没有|是不是|如何|(?<![没不])(?<!不知道[该要能去])(?<!知道)干嘛|咋(?![舌呼])"
 )
+# What someone asked me, reported ("面试官问我为什么离职"): the question word is theirs.
+_ZH_INDIRECT = re.compile(r"问(我|他|她|过我)(为什么|为啥|怎么|什么|哪|谁|几)")
 _ZH_FINAL_NE = re.compile(r"呢\s*$")
 _ZH_STILL = re.compile(r"着呢\s*$|还[^，。！？,.!?]*呢\s*$")
 _EN_QUESTION = re.compile(
     r"\?|^\s*(?:(?:so|and|ok|okay|well|hey|but|then)\b,?\s+)?"
-    r"(what(?!\s+an?\b)|whats|wheres|whos|when|where|who|whom|whose|which|why|how|did|do|does|was|were|is|are|can|could|have|had|"
-    r"didn'?t|don'?t|wasn'?t|weren'?t|haven'?t|hadn'?t|any idea)\b"
+    r"(?:(what(?!\s+an?\b)|whats|wheres|whos|when|where|who|whom|whose|which|why|how|any idea)\b"
+    # an auxiliary opens a question only before its subject ("Had the worst date of my life" is not)
+    r"|(did|do|does|was|were|is|are|can|could|have|had|didn'?t|don'?t|wasn'?t|weren'?t|haven'?t|hadn'?t)"
+    r"\s+(i|you|we|he|she|they|it|that|this|there|my|your|our)\b)"
     # or a question put after a clause ("yesterday you recommended a show, whats it called")
     r"|[,;.:\-–—]\s*(?:what|where|who|which)\s+(?:was|were|did)\s+(?:it|that|this|they|he|she|the|his|her)\b"
     r"|[,;.:\-–—]\s*(?:what|which)(?:'?s|\s+is)\s+(?:it|that|this|the\s+\w+)\s+(?:called|named|again)\b",
@@ -117,13 +128,45 @@ _EN_QUESTION = re.compile(
 # conversation even with no other cue. In a statement it is not: "你推荐的那家店昨天我去了" and "the
 # book you recommended last week was great" are about the visit and the book, "上周我讲的课" a lecture.
 _TOLD = re.compile(r"\b(i|we) (told you|said|mentioned|recommended|suggested)\b"
-                   r"|\byou (said|told me|mentioned|recommended|suggested)\b"
-                   r"|我(说|讲|提到|聊到)的|你(给我|跟我|和我|对我|帮我)?(说|讲|提到|推荐|建议|介绍)的", re.IGNORECASE)
-_ASKING = re.compile(r"帮我|给我|请你|麻烦你|\b(can|could|would) you\b|\bplease\b", re.IGNORECASE)
+                   r"|\byou (said|told me|mentioned|recommended|suggested|gave me|sent me|showed me|taught me|promised)\b"
+                   r"|我(说|讲|提到|聊到)的|(?<![把])你[^，。！？,.!?我有]{0,6}?(给我|跟我|和我|对我|帮我)?(说|讲|提到|推荐|建议|介绍)的", re.IGNORECASE)
+# Our talk itself, named in the clause that holds the past time ("上周你说我应该多运动，具体是怎么说的",
+# "昨天我跟你说我几点的飞机", "On Wednesday I asked you a question about taxes, what did you
+# answer?"): with a question or a request anywhere, the message asks about that talk. In a clause
+# without the time, 你说 is also the idiom "what do you think" ("昨天降温了，你说我要不要穿秋裤？").
+_TALK = re.compile(
+    r"我[^，。！？,.!?你]{0,6}?(跟|和|对|给|向)你(说|讲|提|聊|讨论|推荐|吐槽|抱怨|倾诉|商量)|我问(过)?你|你问(过)?我|"
+    r"(?<![跟和对给向问把])你(是不是|有没有|不是)?(跟我|和我|对我|给我|向我)?(说|讲|提到|推荐|建议|介绍|告诉我|回答|答应|劝|提醒)"
+    r"|你给(过)?我的|我们(讨论|聊|谈|商量)|"
+    r"\b(i|we) (told|asked|showed|sent|promised) you\b|\byou (told|asked|showed|sent|gave|promised) me\b"
+    r"|\b(i|we) (said|mentioned|recommended|suggested|discussed)\b|\byou (said|mentioned|recommended|suggested|answered)\b"
+    r"|\bwe (talked|chatted|spoke)\b",
+    re.IGNORECASE,
+)
+
+
+def _talk_then(message: str, past_spans: Sequence[tuple[int, int]]) -> str:
+    """The words naming our talk in a clause that holds a past time ("" when none)."""
+    for m in _CLAUSE.finditer(message):
+        if any(s < m.end() and e > m.start() for s, e in past_spans):
+            talk = _TALK.search(m.group())
+            if talk:
+                return talk.group(0)
+    return ""
+
+
+_ASKING = re.compile(
+    r"(^|[，。！？,.!?；;\s]|你|能不能|可以)(帮我|给我|请|麻烦)|(帮我|给我)(看|想|回忆|找|查|说|讲|念|列|总结|整理|复述|再)"
+    r"|再(说|讲)一(遍|次)|复述|重复一下|还没(回答|回复|告诉我|说)"
+    r"|\b(can|could|would) you\b|\bplease\b|\bagain\b|\brepeat\b",
+    re.IGNORECASE,
+)
 
 
 def is_question(message: str) -> bool:
-    if _ZH_QUESTION.search(message) or _EN_QUESTION.search(message):
+    if _EN_QUESTION.search(message):
+        return True
+    if _ZH_QUESTION.search(_ZH_INDIRECT.sub("", message)):
         return True
     # A final 呢 asks ("你呢", "后来呢") unless the sentence states something still going on
     # ("我还在上海上班呢", "还亏着呢").
@@ -135,34 +178,44 @@ def is_question(message: str) -> bool:
 # is that normal?". It asks nothing about that day. A blind set of 220 ordinary messages that mention
 # a past time fired 14 % of the time on "a question + a past day" before this, mostly these.
 _ABOUT_NOW = re.compile(
-    r"你(平时|平常|一般|喜欢|爱|觉得|认为|说|会|能|要|想|呢|吃过|看过|去过|玩过|听过|用过|知道|有没有|是不是|还好|最近|现在|今天)"
+    r"(?<![跟和对给向问])你(平时|平常|一般|喜欢|爱|觉得|认为|说|会|能|要|想|呢|吃过|看过|去过|玩过|听过|用过|知道|有没有|是不是|还好|最近|现在|今天)"
     r"|我(是不是|该不该|该|应该|要不要|能不能|会不会|可以)|今年|现在|今天|明天|以后|怎么办|咋办|咋整|好不好|行不行|对不对|正常吗"
     r"|\b(do|does|are|would|will|can|could|should|have) you\b|\bhow are you\b|\bhow('s|\s+is|\s+was)\s+your\b"
     r"|\bwhat('s|\s+is|\s+are)\s+your\b|\b(is|was|isn'?t) (it|that|this) (normal|ok|okay|bad|weird|fine|too|good|wrong|crazy|strange)\b"
-    r"|\bshould i\b|\bdo you think\b|\bwhat do you\b|\bany (tips|advice|ideas|suggestions)\b",
+    r"|\bshould i\b|\bdo you think\b|\bwhat do you\b|\bany (tips|advice|ideas|suggestions)\b"
+    r"|\bdid you (hear|see|watch|know|catch|read)\b",
     re.IGNORECASE,
 )
 # ... unless it points back at something of that day ("你知道它叫什么吗", "do you remember what it was
 # called").
 _BACK_REFERENCE = re.compile(
     r"(它|那个|那本|那家|那部|那首|那件|那次|那天)[^，。！？,.!?]*?(什么|啥|哪|谁|叫|名字)"
-    r"|\b(it|that|they|them|those)\b[^.?!]*\b(called|named|name)\b|\bwhat (was|were) (it|that|they)\b",
+    r"|\b(it|that|they|them|those)\b[^.?!]*\b(called|named|name)\b|\bwhat (was|were) (it|that|they|its|their)\b",
     re.IGNORECASE,
 )
-_CLAUSE = re.compile(r"[^，,。；;！!？?\n]+[，,。；;！!？?\n]*")
+# Clauses end at Chinese and English punctuation; an English full stop only before a space or the end
+# (not in 3.5 or e.g.).
+_MY_DOING = re.compile(r"\s*(我|我们|咱们|咱)(?!该|应该|要不要|是不是|能不能|会不会|可以)|\s*(i|we)\b", re.IGNORECASE)
+_CLAUSE = re.compile(r"(?:[^，,。；;！!？?\n.]|\.(?!\s|$))+(?:[，,。；;！!？?\n]|\.(?=\s|$))*")
 
 
 def _asks_about_then(message: str, past_spans: Sequence[tuple[int, int]]) -> bool:
-    """Some question clause of `message` holds the past time itself, or is not a question to the
-    character about itself or now (`_ABOUT_NOW`), or points back at that day's things."""
+    """Some question clause of `message` is about the past day: it holds the past time and is not a
+    question to the character about itself or now (`_ABOUT_NOW`), or it points back at that day's
+    things (`_BACK_REFERENCE`). A question in a clause of its own asks about something else ("My
+    boss yelled at me yesterday. is that even allowed?", "上个月我弟高考，能上什么学校啊")."""
+    after_time = False
     for m in _CLAUSE.finditer(message):
         clause = m.group()
-        if not is_question(clause):
-            continue
-        if any(s < m.end() and e > m.start() for s, e in past_spans):
-            return True
-        if not _ABOUT_NOW.search(clause) or _BACK_REFERENCE.search(clause):
-            return True
+        holds_time = any(s < m.end() and e > m.start() for s, e in past_spans)
+        if is_question(clause):
+            about_now = _ABOUT_NOW.search(clause)
+            if (holds_time and not about_now) or _BACK_REFERENCE.search(clause):
+                return True
+            # what I did then, asked right after the time ("11月6号那天，我读的书叫什么名字")
+            if after_time and not about_now and _MY_DOING.match(clause):
+                return True
+        after_time = holds_time
     return False
 
 
@@ -204,9 +257,13 @@ def decide(
     cue = recall_cue(message)
     if cue or not require_cue:
         return RecallDecision(True, cue)
+    asking = is_question(message) or bool(_ASKING.search(message))
     told = _TOLD.search(message)
-    if told and (is_question(message) or _ASKING.search(message)):
+    if told and asking:
         return RecallDecision(True, told.group(0))
+    talk = _talk_then(message, past_spans) if past_spans else ""
+    if talk and asking:
+        return RecallDecision(True, talk)
     if before_today and is_question(message) and (past_spans is None or _asks_about_then(message, past_spans)):
         return RecallDecision(True, "a question about a past day")
     return RecallDecision(False, "")
