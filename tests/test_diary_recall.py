@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from engine.stores.diary.recall import clip_to_past, decide, recall_cue
+from engine.stores.diary.recall import before_today, clip_to_past, decide, recall_cue
 from engine.timeparse import parse_time_ranges
 
 DATA = Path(__file__).parent / "data"
@@ -26,7 +26,7 @@ def _fires(message: str, *, require_cue: bool = True) -> bool:
     found = [(e.span, clip_to_past(e.start, e.end, NOW)) for e in parse_time_ranges(message, now=NOW)]
     ranges = [(span, r) for span, r in found if r is not None]
     today = NOW.replace(hour=0, minute=0, second=0, microsecond=0)
-    past = [span for span, (_, stop) in ranges if stop <= today]
+    past = [span for span, (start, stop) in ranges if before_today(start, stop, today)]
     return decide(message, has_past_range=bool(ranges), require_cue=require_cue, before_today=bool(past),
                   past_spans=past).use
 
@@ -106,6 +106,13 @@ def test_false_trigger_and_recall_rates():
         ("11月6号那天，我读的书叫什么名字", True),
         ("do you know what i did last weekend", True),
         ("last week we had a chat about dogs right", True),
+        # Last night (18:00 to 05:00 today) is asked about as yesterday is; a greeting about the
+        # night asks the character
+        ("昨晚那部电影叫什么？", True),
+        ("昨天晚上我几点睡的", True),
+        ("Did you sleep well last night?", False),
+        ("早上好呀～昨晚睡得怎么样？", False),
+        ("my phone fell in the toilet last night 😭 is rice actually a thing?", False),
     ],
     ids=lambda v: str(v),
 )

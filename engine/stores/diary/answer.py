@@ -30,7 +30,7 @@ from engine.search.base import SearchHit, SearchRequest, Side, Tuning
 from engine.stores.base import Hit, Query
 from engine.stores.diary.dates import label_range
 from engine.stores.diary.entry import DiaryEntry
-from engine.stores.diary.recall import RecallDecision, clip_to_past, decide, is_question, recall_cue
+from engine.stores.diary.recall import RecallDecision, before_today, clip_to_past, decide, is_question, recall_cue
 from engine.stores.diary.render import (
     NOTE_RESERVE, STORE, RangeTurns, digest_hits, fmt_range, omitted_hit, omitted_note, raw_hits, search_hits,
 )
@@ -197,8 +197,8 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
         query.message,
         has_past_range=bool(ranges),
         require_cue=config.require_recall_cue,
-        before_today=any(stop <= today for _, (_, stop) in ranges),
-        past_spans=[expr.span for expr, (_, stop) in ranges if stop <= today],
+        before_today=any(before_today(start, stop, today) for _, (start, stop) in ranges),
+        past_spans=[expr.span for expr, (start, stop) in ranges if before_today(start, stop, today)],
     )
     vector = message_vector(query)
     window = {" ".join(m.get("content", "").split()) for m in query.recent}

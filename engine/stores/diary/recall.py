@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 # A memory verb: enough on its own, given a past range.
 _ZH_MEMORY = re.compile(
@@ -188,7 +188,9 @@ _ABOUT_NOW = re.compile(
     r"|\b(do|does|are|would|will|can|could|should|have) you\b|\bhow are you\b|\bhow('s|\s+is|\s+was)\s+your\b"
     r"|\bwhat('s|\s+is|\s+are)\s+your\b|\b(is|was|isn'?t) (it|that|this) (normal|ok|okay|bad|weird|fine|too|good|wrong|crazy|strange)\b"
     r"|\bshould i\b|\bdo you think\b|\bwhat do you\b|\bany (tips|advice|ideas|suggestions)\b"
-    r"|\bdid you (hear|see|watch|know|catch|read)\b",
+    r"|\bdid you (hear|see|watch|know|catch|read|feel|sleep)\b|\bsleep well\b"
+    # a greeting about the night ("昨晚睡得怎么样？", "你昨天睡得好吗？"), what the character noticed
+    r"|睡得(怎么样|好吗|好不好|香吗|好么)|睡好了(吗|没)|你(感觉到|听说|看到|看见)了?(吗|没)",
     re.IGNORECASE,
 )
 # ... unless it points back at something of that day ("你知道它叫什么吗", "do you remember what it was
@@ -198,10 +200,11 @@ _BACK_REFERENCE = re.compile(
     r"|\b(it|that|they|them|those)\b[^.?!]*\b(called|named|name)\b|\bwhat (was|were) (it|that|they|its|their)\b",
     re.IGNORECASE,
 )
-# Clauses end at Chinese and English punctuation; an English full stop only before a space or the end
-# (not in 3.5 or e.g.).
+# Clauses end at Chinese and English punctuation and at emoji; an English full stop only before a
+# space or the end (not in 3.5 or e.g.).
 _MY_DOING = re.compile(r"\s*(我|我们|咱们|咱)(?!该|应该|要不要|是不是|能不能|会不会|可以)|\s*(i|we)\b", re.IGNORECASE)
-_CLAUSE = re.compile(r"(?:[^，,。；;！!？?\n.]|\.(?!\s|$))+(?:[，,。；;！!？?\n]|\.(?=\s|$))*")
+_CLAUSE = re.compile(r"(?:[^，,。；;！!？?\n.\u2600-\u27bf\U0001f300-\U0001faff]|\.(?!\s|$))+"
+                     r"(?:[，,。；;！!？?\n\u2600-\u27bf\U0001f300-\U0001faff]|\.(?=\s|$))*")
 
 
 def _asks_about_then(message: str, past_spans: Sequence[tuple[int, int]]) -> bool:
@@ -240,6 +243,17 @@ def recall_cue(message: str) -> str:
         if m:
             return m.group(0).strip()
     return ""
+
+
+NIGHT_END_HOUR = 5
+"""A night runs to 05:00 the next morning (the README's parts of day)."""
+
+
+def before_today(start: datetime, stop: datetime, today: datetime) -> bool:
+    """Whether a clipped range lies before `today` (its midnight): it ended before today began, or it
+    is the night that began yesterday (昨晚, "last night": 18:00 to 05:00), which a question asks about
+    as it asks about yesterday ("昨晚那部电影叫什么？")."""
+    return stop <= today or (start < today and stop <= today + timedelta(hours=NIGHT_END_HOUR))
 
 
 def clip_to_past(start: datetime, end: datetime, now: datetime) -> tuple[datetime, datetime] | None:
