@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from engine.stores.diary.recall import before_today, clip_to_past, decide, recall_cue
+from engine.stores.diary.recall import decide_for, past_ranges, recall_cue
 from engine.timeparse import parse_time_ranges
 
 DATA = Path(__file__).parent / "data"
@@ -23,12 +23,8 @@ def _lines(name: str) -> list[str]:
 
 
 def _fires(message: str, *, require_cue: bool = True) -> bool:
-    found = [(e.span, clip_to_past(e.start, e.end, NOW)) for e in parse_time_ranges(message, now=NOW)]
-    ranges = [(span, r) for span, r in found if r is not None]
-    today = NOW.replace(hour=0, minute=0, second=0, microsecond=0)
-    past = [span for span, (start, stop) in ranges if before_today(start, stop, today)]
-    return decide(message, has_past_range=bool(ranges), require_cue=require_cue, before_today=bool(past),
-                  past_spans=past).use
+    ranges = past_ranges(parse_time_ranges(message, now=NOW), NOW)
+    return decide_for(message, ranges, NOW, require_cue=require_cue).use
 
 
 def test_false_trigger_and_recall_rates():

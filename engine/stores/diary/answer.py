@@ -30,7 +30,7 @@ from engine.search.base import SearchHit, SearchRequest, Side, Tuning
 from engine.stores.base import Hit, Query
 from engine.stores.diary.dates import label_range
 from engine.stores.diary.entry import DiaryEntry
-from engine.stores.diary.recall import RecallDecision, before_today, clip_to_past, decide, is_question, recall_cue
+from engine.stores.diary.recall import RecallDecision, decide_for, is_question, past_ranges, recall_cue
 from engine.stores.diary.render import (
     NOTE_RESERVE, STORE, RangeTurns, digest_hits, fmt_range, omitted_hit, omitted_note, raw_hits, search_hits,
 )
@@ -187,19 +187,8 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
     config, tz = how.config, how.tz
     now = query.now.astimezone(tz)
     expressions = parse_time_ranges(query.message, now=now)
-    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    ranges = []
-    for expr in expressions:
-        clipped = clip_to_past(expr.start, expr.end, now)
-        if clipped is not None:
-            ranges.append((expr, clipped))
-    decision = decide(
-        query.message,
-        has_past_range=bool(ranges),
-        require_cue=config.require_recall_cue,
-        before_today=any(before_today(start, stop, today) for _, (start, stop) in ranges),
-        past_spans=[expr.span for expr, (start, stop) in ranges if before_today(start, stop, today)],
-    )
+    ranges = past_ranges(expressions, now)
+    decision = decide_for(query.message, ranges, now, require_cue=config.require_recall_cue)
     vector = message_vector(query)
     window = {" ".join(m.get("content", "").split()) for m in query.recent}
     side = side_of(query.message, names)

@@ -28,6 +28,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.timeparse import TimeExpression
 
 # A memory verb: enough on its own, given a past range.
 _ZH_MEMORY = re.compile(
@@ -150,16 +154,6 @@ _TALK = re.compile(
 )
 
 
-def _talk_then(message: str, past_spans: Sequence[tuple[int, int]]) -> str:
-    """The words naming our talk in a clause that holds a past time ("" when none)."""
-    for m in _CLAUSE.finditer(message):
-        if any(s < m.end() and e > m.start() for s, e in past_spans):
-            talk = _TALK.search(m.group())
-            if talk:
-                return talk.group(0)
-    return ""
-
-
 _ASKING = re.compile(
     r"(^|[，。！？,.!?；;\s]|你|能不能|可以)(帮我|给我|请|麻烦)|(帮我|给我)(看|想|回忆|找|查|说|讲|念|列|总结|整理|复述|再)"
     r"|再(说|讲)一(遍|次)|复述|重复一下|还没(回答|回复|告诉我|说)"
@@ -200,22 +194,34 @@ _BACK_REFERENCE = re.compile(
     r"|\b(it|that|they|them|those)\b[^.?!]*\b(called|named|name)\b|\bwhat (was|were) (it|that|they|its|their)\b",
     re.IGNORECASE,
 )
+_MY_DOING = re.compile(r"\s*(我|我们|咱们|咱)(?!该|应该|要不要|是不是|能不能|会不会|可以)|\s*(i|we)\b", re.IGNORECASE)
 # Clauses end at Chinese and English punctuation and at emoji; an English full stop only before a
 # space or the end (not in 3.5 or e.g.).
-_MY_DOING = re.compile(r"\s*(我|我们|咱们|咱)(?!该|应该|要不要|是不是|能不能|会不会|可以)|\s*(i|we)\b", re.IGNORECASE)
 _CLAUSE = re.compile(r"(?:[^，,。；;！!？?\n.\u2600-\u27bf\U0001f300-\U0001faff]|\.(?!\s|$))+"
                      r"(?:[，,。；;！!？?\n\u2600-\u27bf\U0001f300-\U0001faff]|\.(?=\s|$))*")
 
 
-def _asks_about_then(message: str, past_spans: Sequence[tuple[int, int]]) -> bool:
-    """Some question clause of `message` is about the past day: it holds the past time and is not a
-    question to the character about itself or now (`_ABOUT_NOW`), or it points back at that day's
-    things (`_BACK_REFERENCE`). A question in a clause of its own asks about something else ("My
-    boss yelled at me yesterday. is that even allowed?", "上个月我弟高考，能上什么学校啊")."""
+def _clauses(message: str, past_spans: Sequence[tuple[int, int]]) -> list[tuple[str, bool]]:
+    """The message's clauses, each with whether it holds one of the past times."""
+    return [(m.group(), any(s < m.end() and e > m.start() for s, e in past_spans)) for m in _CLAUSE.finditer(message)]
+
+
+def _talk_then(clauses: list[tuple[str, bool]]) -> str:
+    """The words naming our talk in a clause that holds a past time ("" when none)."""
+    for clause, holds_time in clauses:
+        talk = _TALK.search(clause) if holds_time else None
+        if talk:
+            return talk.group(0)
+    return ""
+
+
+def _asks_about_then(clauses: list[tuple[str, bool]]) -> bool:
+    """Some question clause is about the past day: it holds the past time and is not a question to
+    the character about itself or now (`_ABOUT_NOW`), or it points back at that day's things
+    (`_BACK_REFERENCE`). A question in a clause of its own asks about something else ("My boss
+    yelled at me yesterday. is that even allowed?", "上个月我弟高考，能上什么学校啊")."""
     after_time = False
-    for m in _CLAUSE.finditer(message):
-        clause = m.group()
-        holds_time = any(s < m.end() and e > m.start() for s, e in past_spans)
+    for clause, holds_time in clauses:
         if is_question(clause):
             about_now = _ABOUT_NOW.search(clause)
             if (holds_time and not about_now) or _BACK_REFERENCE.search(clause):
@@ -264,25 +270,43 @@ def clip_to_past(start: datetime, end: datetime, now: datetime) -> tuple[datetim
     return start, stop
 
 
-def decide(
-    message: str, *, has_past_range: bool, require_cue: bool = True, before_today: bool = False,
-    past_spans: Sequence[tuple[int, int]] | None = None,
-) -> RecallDecision:
+def past_ranges(expressions: Sequence[TimeExpression], now: datetime) -> list[tuple[TimeExpression, tuple[datetime, datetime]]]:
+    """Each expression with its range clipped to `now`, those that cover some past."""
+    out = []
+    for expr in expressions:
+        clipped = clip_to_past(expr.start, expr.end, now)
+        if clipped is not None:
+            out.append((expr, clipped))
+    return out
+
+
+def decide_for(message: str, ranges: Sequence[tuple[TimeExpression, tuple[datetime, datetime]]], now: datetime, *,
+               require_cue: bool = True) -> RecallDecision:
+    """`decide` for a message's `past_ranges`: the spans of those that lie before today."""
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    past = [expr.span for expr, (start, stop) in ranges if before_today(start, stop, today)]
+    return decide(message, has_past_range=bool(ranges), require_cue=require_cue, past_spans=past)
+
+
+def decide(message: str, *, has_past_range: bool, require_cue: bool = True,
+           past_spans: Sequence[tuple[int, int]] = ()) -> RecallDecision:
     """Whether to answer from the range. `has_past_range`: some range survives `clip_to_past`;
-    `before_today`: one of them ends before today began (a question about it is then enough);
-    `past_spans`: where those ranges are said in `message` (None: anywhere, every question counts)."""
+    `past_spans`: where the ranges that lie before today are said in `message` (a question about
+    one of those days is then enough)."""
     if not has_past_range:
         return RecallDecision(False, "")
     cue = recall_cue(message)
     if cue or not require_cue:
         return RecallDecision(True, cue)
-    asking = is_question(message) or bool(_ASKING.search(message))
+    question = is_question(message)
+    asking = question or bool(_ASKING.search(message))
     told = _TOLD.search(message)
     if told and asking:
         return RecallDecision(True, told.group(0))
-    talk = _talk_then(message, past_spans) if past_spans else ""
+    clauses = _clauses(message, past_spans) if past_spans else []
+    talk = _talk_then(clauses)
     if talk and asking:
         return RecallDecision(True, talk)
-    if before_today and is_question(message) and (past_spans is None or _asks_about_then(message, past_spans)):
+    if question and _asks_about_then(clauses):
         return RecallDecision(True, "a question about a past day")
     return RecallDecision(False, "")
