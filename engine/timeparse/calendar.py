@@ -213,23 +213,26 @@ def calendar_days_back(now: datetime, days: int) -> Range:
     return at(tz, now.date() - timedelta(days=days)), now
 
 
+def units_back(tz: tzinfo, today: date, unit: str, nearest: int, farthest: int) -> Range:
+    """The calendar days from `farthest` to `nearest` units (day, week, month, year) before today,
+    both included; months and years keep the day of the month (clamped to the month's end)."""
+    def back(n: int) -> date:
+        if unit == "day":
+            return today - timedelta(days=n)
+        if unit == "week":
+            return today - timedelta(weeks=n)
+        return same_day_shifted(today, months=-n * (12 if unit == "year" else 1))
+
+    return days_range(tz, back(farthest), back(nearest))
+
+
 def few_ago(tz: tzinfo, today: date, unit: str) -> Range:
     """'a few <unit>s ago' / 几周前 / 前几个月 for weeks, months and years: between two and five units
-    back, as calendar days (a few is vaguer than a couple, and rarely just one)."""
-    if unit == "week":
-        return days_range(tz, today - timedelta(weeks=5), today - timedelta(weeks=2))
-    if unit == "month":
-        return days_range(tz, same_day_shifted(today, months=-5), same_day_shifted(today, months=-2))
-    return days_range(tz, same_day_shifted(today, years=-5), same_day_shifted(today, years=-2))
+    back (a few is vaguer than a couple, and rarely just one)."""
+    return units_back(tz, today, unit, 2, 5)
 
 
 def couple_ago(tz: tzinfo, today: date, unit: str) -> Range:
-    """'a couple of <unit>s ago' / 前两天: between one and three units back, as calendar days
-    (a couple is rarely exactly two)."""
-    if unit == "day":
-        return days_range(tz, today - timedelta(days=3), today - timedelta(days=1))
-    if unit == "week":
-        return days_range(tz, today - timedelta(weeks=3), today - timedelta(weeks=1))
-    if unit == "month":
-        return days_range(tz, same_day_shifted(today, months=-3), same_day_shifted(today, months=-1))
-    return days_range(tz, same_day_shifted(today, years=-3), same_day_shifted(today, years=-1))
+    """'a couple of <unit>s ago' / 前两天: between one and three units back (a couple is rarely
+    exactly two)."""
+    return units_back(tz, today, unit, 1, 3)

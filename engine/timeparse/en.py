@@ -156,16 +156,17 @@ def _ago(m: re.Match[str], c: Ctx, out: Atoms) -> None:
         unit, n, raw = "week", 2 * n, str(2 * n)
     if unit in ("minute", "min"):  # "30 minutes ago": the hours window, as 半小时前
         unit, n = "hour", 0 if raw in _COUPLE or raw in _FEW else n // 60
+    couple = re.sub(r"\s+", " ", raw) in _COUPLE
     if unit == "night":  # "two nights ago": that day's night (as "the night before last")
         if raw in _FEW:
             _few_days(m, c, out)  # "a few nights ago" as "the other night"
-        elif re.sub(r"\s+", " ", raw) in _COUPLE:
+        elif couple:
             out.range(m, cal.couple_ago(c.tz, today, "day"), "ago")
         else:
             out.day(m, today - timedelta(days=n), "ago", part="night")
     elif unit == "day" and raw in _FEW:
         _few_days(m, c, out)
-    elif unit != "hour" and re.sub(r"\s+", " ", raw) in _COUPLE:
+    elif unit != "hour" and couple:
         out.range(m, cal.couple_ago(c.tz, today, unit), "ago")
     elif unit in ("week", "month", "year") and raw in _FEW:
         out.range(m, cal.few_ago(c.tz, today, unit), "ago")
@@ -364,8 +365,13 @@ _NEEDS_PREPOSITION = {"new year", "new years", "valentines"}
 _PREPOSITION = re.compile(r"\b(?:at|on|over|since|after|around|during)\s+(?:the\s+)?$", _I)
 
 
+def _festival_word(word: str) -> str:
+    """A festival as written, in the form `FESTIVALS` lists it (lower case, one space, straight quote)."""
+    return re.sub(r"\s+", " ", word.lower().replace("’", "'"))
+
+
 def _festival_key(word: str) -> str:
-    return _FESTIVALS[re.sub(r"\s+", " ", word.lower().replace("’", "'"))]
+    return _FESTIVALS[_festival_word(word)]
 
 
 def _festival(m: re.Match[str], c: Ctx, out: Atoms) -> None:
@@ -373,7 +379,7 @@ def _festival(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     p = (m.group("p") or "").lower()
     if word.lower().startswith("may ") and word[0] == "m" and not p:
         return  # "I may day-trip there": the modal verb, unless written as a name or after on / last / next
-    if word.lower().replace("’", "'") in _NEEDS_PREPOSITION and not p and not _PREPOSITION.search(c.text, 0, m.start()):
+    if _festival_word(word) in _NEEDS_PREPOSITION and not p and not _PREPOSITION.search(c.text, 0, m.start()):
         return  # "happy new year", "we sent valentines": a greeting or a thing; "at New Year" is the day
     key = _festival_key(word)
     y = int(m.group("y")) if m.group("y") else (c.today.year if p == "this" else None)

@@ -17,7 +17,7 @@ from . import zh_periods
 from .calendar import Hit
 from .compose import Atom, Atoms, Ctx, Rule, Since, compose, run_rules
 from .festivals import LunarDay, festival_date
-from .zh_words import NUM, cn_int
+from .zh_words import NUM, UNITS, cn_int
 from .zh_words import YEAR as _YEAR
 from .zh_words import period_offset as _week_offset
 from .zh_words import year_of as _year_of
@@ -191,17 +191,14 @@ def _rolling_vague(m: re.Match[str], c: Ctx, out: Atoms) -> None:
         out.range(m, cal.rolling(c.now, timedelta(days=7)), "recent")
 
 
-_FEW_UNITS = {"周": "week", "星期": "week", "礼拜": "week", "月": "month", "年": "year"}
-
-
 def _ago(m: re.Match[str], c: Ctx, out: Atoms) -> None:
     raw, unit, sign = m.group("n").replace("俩", "两").replace("仨", "三"), m.group("u"), (-1 if m.group("dir") == "前" else 1)
     today = c.today
     if raw == "几":
         if unit in ("天", "日") and sign < 0:
             out.range(m, cal.days_range(c.tz, today - timedelta(days=7), today - timedelta(days=1)), "few_days_ago")
-        elif unit in _FEW_UNITS and sign < 0:
-            out.range(m, cal.few_ago(c.tz, today, _FEW_UNITS[unit]), "ago")
+        elif sign < 0 and unit in UNITS:
+            out.range(m, cal.few_ago(c.tz, today, UNITS[unit]), "ago")
         return
     if unit in ("小时", "钟头"):
         n = 0 if raw == "半" else (cn_int(raw) if raw != "几" else None)
@@ -231,7 +228,7 @@ _BEFORE_NIGHT_BEFORE_LAST = set("我你他她们咱的在是就那这说和跟�
 
 
 def _few_back(m: re.Match[str], c: Ctx, out: Atoms) -> None:
-    out.range(m, cal.few_ago(c.tz, c.today, _FEW_UNITS[m.group("u")]), "ago")
+    out.range(m, cal.few_ago(c.tz, c.today, UNITS[m.group("u")]), "ago")
 
 
 def _dayword(m: re.Match[str], c: Ctx, out: Atoms) -> None:
@@ -369,11 +366,10 @@ def _edge(m: re.Match[str], c: Ctx, out: Atoms) -> None:
 
 
 def _part(m: re.Match[str], c: Ctx, out: Atoms) -> None:
-    out.append(Atom(m.start(), m.end(), "part", part=_PART_WORDS[m.group()], kind_name="part"))
-
-
-def _part_after_day(m: re.Match[str], c: Ctx, out: Atoms) -> None:
-    out.append(Atom(m.start(), m.end(), "part", part=_PART_AFTER_DAY[m.group()], alone_ok=False, kind_name="part"))
+    word = m.group()
+    alone = word in _PART_WORDS  # 晚 / 一早 only with a day before them (`_PART_AFTER_DAY`)
+    part = _PART_WORDS[word] if alone else _PART_AFTER_DAY[word]
+    out.append(Atom(m.start(), m.end(), "part", part=part, alone_ok=alone, kind_name="part"))
 
 
 def _approx(m: re.Match[str], c: Ctx, out: Atoms) -> None:
@@ -411,7 +407,7 @@ RULES: list[Rule] = [
     (_RX["lunar_day"], _lunar_day),
     (_RX["daynum"], _daynum),
     (_RX["part"], _part),
-    (_RX["part_after_day"], _part_after_day),
+    (_RX["part_after_day"], _part),
     (_RX["approx"], _approx),
     (_RX["clock"], _clock),
     *zh_periods.RULES,

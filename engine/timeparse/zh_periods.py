@@ -14,7 +14,7 @@ from datetime import date, datetime, timedelta, tzinfo
 
 from . import calendar as cal
 from .compose import Atom, Atoms, Ctx, Rule, run_rules
-from .zh_words import NUM, YEAR, cn_int, period_offset, year_of
+from .zh_words import NUM, UNITS, YEAR, cn_int, period_offset, year_of
 
 _MREF = r"(?:(?P<rel>上上|上|这|本|下下|下)一?个?月|(?:" + YEAR + r")?(?P<m>" + NUM + r")月份?)"
 # 初 followed by a numeral is a lunar day (正月初一), not "early in the month".
@@ -42,7 +42,6 @@ _RX = {
 _REF = {"大前年": ("year", 3), "前年": ("year", 2), "去年": ("year", 1)}
 # 去年这个时候 is vague: a window around the same date, wider for longer periods.
 _VAGUE_SPREAD = {"year": 7, "month": 3, "week": 0}
-_UNIT = {"年": "year", "月": "month", "周": "week", "星期": "week", "礼拜": "week"}
 
 
 def _month_of(m: re.Match[str], today: date) -> tuple[int, int] | None:
@@ -87,7 +86,7 @@ def _same_day_rule(m: re.Match[str], c: Ctx, out: Atoms) -> None:
         n = cn_int(m.group("n"))
         if n is None:
             return
-        unit, back = _UNIT[m.group("u")], n
+        unit, back = UNITS[m.group("u")], n
     spread = _VAGUE_SPREAD[unit] if m.group("vague") else 0
     out.range(m, _same_day(c.tz, c.today, unit, back, spread), "same_day")
 
@@ -138,13 +137,7 @@ def _fuzzy_ago(m: re.Match[str], tz: tzinfo, today: date) -> tuple[datetime, dat
         return None  # 两几天 is not said
     if tens:
         # 十多天 / 十几年 / 二十多个月: after a ten, 多 and 几 are "and some": n+1 … n+9 units back.
-        if unit in ("天", "日"):
-            return cal.days_range(tz, today - timedelta(days=n + 9), today - timedelta(days=n + 1))
-        if unit in ("周", "星期", "礼拜"):
-            return cal.days_range(tz, today - timedelta(weeks=n + 9), today - timedelta(weeks=n + 1))
-        months = 12 if unit == "年" else 1
-        return cal.days_range(tz, cal.same_day_shifted(today, months=-(n + 9) * months),
-                              cal.same_day_shifted(today, months=-(n + 1) * months))
+        return cal.units_back(tz, today, UNITS[unit], n + 1, n + 9)
     if unit in ("天", "日"):
         return None  # 两天多 is not written this way
     if unit in ("周", "星期", "礼拜"):

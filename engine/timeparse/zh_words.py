@@ -53,3 +53,7 @@ def year_of(m: re.Match[str], today: date) -> int | None:
 
 def period_offset(p: str) -> int:
     return {"上上": -2, "上": -1, "这": 0, "本": 0, "下": 1, "下下": 2}[p]
+
+
+UNITS = {"天": "day", "日": "day", "周": "week", "星期": "week", "礼拜": "week", "月": "month", "年": "year"}
+"""Calendar units as the shared calendar helpers name them."""
