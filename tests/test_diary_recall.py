@@ -109,6 +109,33 @@ def test_false_trigger_and_recall_rates():
         ("Did you sleep well last night?", False),
         ("早上好呀～昨晚睡得怎么样？", False),
         ("my phone fell in the toilet last night 😭 is rice actually a thing?", False),
+        # Blind set 4 (thirteenth session): a space between Chinese clauses ends a clause; 过 right
+        # after 我 is the verb (过生日) and 没 before a verb negates; the character's own day; a
+        # guess at a cause; "我记得" / "I remember" state a memory; rhetorical, general and
+        # third-party "why" questions; "??" after a statement is surprise
+        ("前天体检报告出来了 尿酸偏高 要注意啥", False),
+        ("我同桌昨天跟我表白了 我该怎么回啊 急", False),
+        ("嗨 我回来啦 前几天出差去了没顾上找你", False),
+        ("5月3号那天我过生日一个人都没来，是不是我人缘太差了", False),
+        ("你昨天过得怎么样呀", False),
+        ("昨晚的球赛你看了吗？梅西那脚射门太绝了", False),
+        ("国庆七天假我一天都没出门 宅到发霉 你假期干嘛了", False),
+        ("今早起来发现眼睛肿了 是不是昨晚喝水太多", False),
+        ("我记得去年这时候还在为高考发愁，现在都大二了", False),
+        ("Why did my boss yell at me yesterday in front of everyone, is that even allowed?", False),
+        ('My boyfriend said last night that he "needs space." What does that usually mean?', False),
+        ("Wasn't it crazy how hot it was last week? I think summers are getting worse every year.", False),
+        ("So on Monday my coworker brought in homemade cookies and everyone loved them. "
+         "I want to do the same next week — any easy recipes?", False),
+        ("so yesterday i was at the mall and this lady just started yelling at me because i held the door "
+         "too long?? people are wild", False),
+        ("上周三 我们聊了啥", True),
+        ("5月3号 我去哪了", True),
+        ("前天 我几点睡的", True),
+        ("你昨天推荐的那部电影叫什么", True),
+        ("我记得上周跟你说过一本书，叫什么来着", True),
+        ("I remember telling you about a book last week, what was it called?", True),
+        ("what did I eat on Monday??", True),
     ],
     ids=lambda v: str(v),
 )
