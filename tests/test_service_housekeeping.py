@@ -67,6 +67,21 @@ HOUSEKEEPING = [
      "instruction after an answered turn (quiet prompt)"),
     ([("system", "Summarize our discussion briefly in 50 characters or less to use as a prompt for future context.")],
      "nextchat summary"),
+    # Known defaults sent with few-shot turns, or with nothing that asks for an artefact of the chat
+    ([("system", "You are a summarization AI. Summarize the user's request into a few words."),
+      ("user", "Who is the mayor?"), ("assistant", "🏛️ The mayor"), ("user", "我周末想去江边走走")],
+     "hugging face chat-ui title"),
+    ([("system", "你是一名擅长起名的起名大师，把描述总结为角色名"), ("user", "输入: {温柔的猫娘}"), ("assistant", "小月"),
+      ("user", "输入: {健身教练}")], "lobechat agent meta"),
+    ([("user", "Summarize in a 10-word Title. Give the title only. \"How long do I boil eggs?\"")], "jan title"),
+    ([("user", "Summarize the conversation by integrating new lines into the current summary.\n\nNew lines:\n"
+               "Human: hi\nAI: hello\n\nNew summary:")], "librechat summary"),
+    ([("user", "Assess the need for a web search based on the current question and prior interactions. "
+               "Current Question: 周末天气")], "open-webui 0.3 search query"),
+    ([("system", "You rephrase follow-up queries from a conversation into standalone queries for a web search."),
+      ("user", "assistant: 杭州两日游…\nFollow up: 那第二天呢")], "query rewrite"),
+    ([("system", "You are a Personal Information Organizer, specialized in storing facts about the user."),
+      ("user", "user: I'm a nurse on night shifts.")], "fact extraction (mem0 prompt)"),
 ]
 
 
@@ -97,6 +112,16 @@ OTHER_FRONTENDS = [
     'Title this chat in 3-5 words. No quotes, no punctuation.',
     'Name this thread based on the first user message. Respond with just the name.',
     'Extract the keywords of this conversation as a JSON array.',
+    # Thirteenth session, measured on other frontends' real defaults (66 requests of 14 frontends,
+    # collected by a helper; rule 5 caught 49 before): the material named as the prompt, the
+    # previous query or the following message; a checkpoint of everything so far; quick replies
+    # from the last assistant message; the questions a human would ask; 检索词 for 原问题.
+    'Make a concise 3-5 word title with an emoji for the prompt below. RESPOND ONLY WITH THE TITLE TEXT.\n\nPrompt: 周末去哪玩',
+    'Here is the query:\n---\nHow do I fix a squeaky door?\n---\nWrite a 3-5 word phrase as a title for the previous query. Respond only with the title.',
+    'Give a title in less than 6 words for the following message:\n"""\nUser: how long to boil eggs?\n"""',
+    'Stop here and write me a checkpoint of everything so far, with goals and decisions. Only the checkpoint, do not respond to me.',
+    'Please help me predict the 3 questions the human would ask next, each under 20 characters, as a JSON array.',
+    '结合历史记录，为原问题生成3个不同的检索词，只返回JSON数组。',
 ]
 # Look-alikes a person types: about the conversation without an output constraint, or with one
 # but about something else; and personas that mention names, chats and word limits.
@@ -120,6 +145,9 @@ PEOPLE = [
     "Our chat yesterday was fun. What's your name again?",
     "Please don't summarize, just chat with me about the weekend",
     'keep it under 50 words: what did I tell you about my sister?',
+    'Summarize the message my boss sent me in 20 words: we need to talk about your performance',
+    'Give me a title for my novel, under 6 words. It is about a lighthouse keeper.',
+    'Can you predict what my mom will ask me at dinner? keep it under 20 words',
 ]
 PERSONAS = [
     'Your name is Mia and you love to chat with the user. Keep replies under 50 words.',

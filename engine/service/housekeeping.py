@@ -10,8 +10,9 @@ decision, first match wins:
    and every system message);
 3. the known shapes of popular frontends (`RULES`, from their default prompts: Open WebUI's
    `### Task:` prompts, tool selection, emoji and mixture-of-agents; SillyTavern's summary,
-   impersonation and expression prompts; LibreChat's titles; LobeChat's topic, summary, emoji and
-   query-rewrite chains; NextChat's topic and summary);
+   impersonation and expression prompts; LibreChat's titles and summary; LobeChat's topic, summary,
+   emoji, query-rewrite, agent-meta and translate chains; NextChat's topic and summary; Hugging Face
+   chat-ui's and Jan's titles; query rewriting into a standalone query; mem0's fact extraction);
 4. the shape of SillyTavern's quiet prompts: an instruction (system message) sent after an
    assistant reply that already answered the last user message asks for something about the chat,
    not for the next turn (a "continue" nudge excepted);
@@ -86,6 +87,16 @@ RULES: tuple[Rule, ...] = (
           r"\[Pause your roleplay"),
     _rule("sillytavern impersonation", "any", r"\[Write your next reply from the point of view of"),
     _rule("sillytavern expression", "any", r"Classify the emotion of the last message"),
+    _rule("open-webui 0.3 search query", "last_user",
+          r"Assess the need for a web search based on the current question and prior interactions"),
+    _rule("librechat summary", "any", r"Summarize the conversation by integrating new lines into the current summary"),
+    _rule("lobechat agent meta", "system", r"\A\s*你是一名擅长(?:会话标签总结|起名)的",
+          r"\A\s*You are a professional translator\. Translate the input text to"),
+    _rule("query rewrite", "any", r"rephrase[^.\n]{0,80}\bstand-?alone (?:quer(?:y|ies)|questions?)",
+          r"作为一个向量检索助手"),
+    _rule("fact extraction (mem0 prompt)", "system", r"\A\s*You are a Personal Information Organizer"),
+    _rule("hugging face chat-ui title", "system", r"\A\s*You are a summarization AI\. Summarize the user's request"),
+    _rule("jan title", "last_user", r"\A\s*Summarize in a \d+-word Title\b"),
 )
 
 # Rule 5: in one sentence, a request (an imperative verb: "generate", "summarize", "title this",
@@ -100,24 +111,30 @@ def _words(alternatives: str) -> str:
 
 
 _REQUEST = re.compile(
-    r"(?:^|[,:;，：；]|\bplease|\bto|\band|\bwith|\bfor)\s*"
+    r"(?:^|[,:;，：；]|\bplease|\bto|\band|\bwith|\bfor|\bthat|\bme)\s*"
     + _words(r"generat(?:e|es|ing)|creat(?:e|es|ing)|writ(?:e|es|ing)|give|giving|provid(?:e|es|ing)|"
              r"produc(?:e|es|ing)|suggest(?:s|ing)?|pick|choose|select|summari[sz](?:e|es|ing)|extract(?:s|ing)?|"
              r"find|craft|title|name|label|tag|classify|categori[sz]e|identify|determine|come up with|make|"
-             r"output|return|list|what is|what's|which")
+             r"output|return|list|what is|what's|which|predict|rephrase|rewrite")
     + r"|生成|起一?个|取一?个|拟一?个|给出|提供|提取|总结|概括|归纳|命名|打上|列出|是什么",
     re.IGNORECASE)
 _ARTEFACT = re.compile(
     _words(r"titles?|headlines?|names?|topics?|subjects?|tags?|keywords?|categor(?:y|ies)|labels?|"
-           r"summar(?:y|ies|ize|ise)|follow[- ]?ups?|(?:search|web) quer(?:y|ies)|emojis?|"
+           r"summar(?:y|ies|ize|ise)|follow[- ]?ups?|(?:search|web|standalone) quer(?:y|ies)|emojis?|checkpoint|"
+           r"(?:quick[- ]?)?(?:reply|replies|suggestions?)|"
            r"questions? (?:that )?(?:the )?(?:user|human) (?:might|may|could|would|will|is likely to) ask")
     + r"|标题|题目|主题|话题|名字|名称|标签|关键[词字]|摘要|总结|概括|后续问题|追问|搜索词|检索词|表情",
     re.IGNORECASE)
 _OF_CHAT = re.compile(
     _words(r"conversations?|chats?|chat history|dialog(?:ue)?s?|discussion|exchange|thread|"
            r"(?:user|human)'?s?\s+(?:first\s+|initial\s+|last\s+|latest\s+)?(?:message|query|question|request|input|prompt)|"
-           r"(?:first|initial)\s+(?:user\s+)?(?:message|question|query)")
-    + r"|对话|会话|聊天|这句话|这段话|用户的?(?:问题|消息|提问|输入|请求)|上述内容|以上内容",
+           r"(?:first|initial)\s+(?:user\s+)?(?:message|question|query)|"
+           # the material handed over: "the previous query", "the following message", "so far"
+           # ("the message my boss sent" names none: a qualifier must say it is the one handed over)
+           r"the\s+(?:prompt|query)|(?:the|this)\s+(?:previous|following|above|given|last|latest)\s+(?:(?:assistant|ai)\s+)?"
+           r"(?:prompt|query|message|response|reply)|everything so far|messages above|"
+           r"(?:user|human) (?:might|may|could|would|will|is likely to) ask")
+    + r"|对话|会话|聊天|这句话|这段话|用户的?(?:问题|消息|提问|输入|请求)|上述内容|以上内容|历史记录|原问题",
     re.IGNORECASE)
 _FOR_A_PROGRAM = re.compile(
     _words(r"(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|twenty)[- ](?:words?|characters?|"
