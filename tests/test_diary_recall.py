@@ -23,7 +23,7 @@ def _lines(name: str) -> list[str]:
 
 
 def _fires(message: str, *, require_cue: bool = True) -> bool:
-    ranges = past_ranges(parse_time_ranges(message, now=NOW), NOW)
+    ranges = past_ranges(message, parse_time_ranges(message, now=NOW), NOW)
     return decide_for(message, ranges, NOW, require_cue=require_cue).use
 
 
@@ -136,6 +136,16 @@ def test_false_trigger_and_recall_rates():
         ("我记得上周跟你说过一本书，叫什么来着", True),
         ("I remember telling you about a book last week, what was it called?", True),
         ("what did I eat on Monday??", True),
+        # a festival a few days ahead, asked about in the past tense, is last year's (tense.py)
+        ("On Thanksgiving I told you what I was grateful for. What did I say?", True),
+        ("感恩节那天我们吃了什么", True),
+        ("what are we doing on Thanksgiving?", False),
+        # what you made for me, asked for again; "repeat" as a request
+        ("两周前你帮我起的那几个游戏昵称 再给我看看", True),
+        ("Last month you helped me write a toast — can you show me what we came up with?", True),
+        ("Last Saturday I listed the groceries I needed — can you repeat the list?", True),
+        ("I had to repeat the exam last year, any tips?", False),
+        ("昨天你给我写的诗真好看", False),
     ],
     ids=lambda v: str(v),
 )

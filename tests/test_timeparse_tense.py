@@ -1,5 +1,6 @@
 """Write-time resolution of yearless dates in statements: a sentence about the future means the
-coming occurrence, one about the past (or a question-like mention) the most recent one."""
+coming occurrence, one about the past (or a question-like mention) the most recent one, even when
+the coming one is within the parser's week of look-ahead."""
 
 from __future__ import annotations
 
@@ -36,6 +37,11 @@ CASES = [
     ("去年圣诞节我们要了一桌菜", "去年圣诞节", "2025-12-25"),
     # the coming one within a week was already the parser's choice
     ("see you on Thanksgiving", "on Thanksgiving", "2026-11-26"),
+    ("感恩节那天有什么安排", "感恩节", "2026-11-26"),
+    # ... but a sentence about the past means the one before (Thanksgiving is in six days)
+    ("On Thanksgiving we ate way too much turkey", "On Thanksgiving", "2025-11-27"),
+    ("感恩节那天我们吃了火鸡", "感恩节", "2025-11-27"),
+    ("11月22号我去了医院", "11月22号", "2025-11-22"),
 ]
 
 

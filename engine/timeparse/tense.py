@@ -1,11 +1,15 @@
-"""Statements about the future: "正月十五见" said in November means the coming 正月十五.
+"""Tense moves a yearless date or festival: "正月十五见" said in November means the coming 正月十五,
+"On Thanksgiving I told you …" said four days before it means last year's.
 
-The parser reads a yearless date or festival as a question does ("what did we do on Christmas?":
-the most recent one, unless it is at most a week ahead). A statement written into the diary can
-point forward instead ("see you on Christmas", "元宵节一起看灯吧"). When the sentence around such
-an expression speaks of the future and not of the past, write-time resolution takes the first
-occurrence after the moment it was said. Only yearless dates, festivals and seasons ("any plans for
-the summer?") move; "yesterday", "next Friday" and "2024年春节" already say which one they mean.
+The parser reads a yearless date or festival without looking at the sentence: the most recent one,
+unless it is at most a week ahead ("what did we do on Christmas?" asked on December 27th). A
+sentence can point forward instead ("see you on Christmas", "元宵节一起看灯吧"): when it speaks of
+the future and not of the past, the first occurrence after the moment it was said. A sentence about
+the past ("感恩节那天我们吃了火鸡", "what did I say on Thanksgiving?") never means the one still to
+come that the week's look-ahead chose: it means the one before. Only yearless dates, festivals and
+seasons ("any plans for the summer?") move; "yesterday", "next Friday" and "2024年春节" already say
+which one they mean. Diary notes (write time) resolve through `resolve_statement` (both moves),
+time questions (`engine.stores.diary.recall`) through `resolve_past` (the move back only).
 """
 
 from __future__ import annotations
@@ -31,24 +35,46 @@ _PAST = re.compile(
     r"\bwas\b|\bwere\b|\bdid\b|\bhad\b|\bwent\b|\blast\b|\bago\b|\bspent\b|\bused to\b|\bremember\b",
     re.I,
 )
+# What moves an expression back needs the event told as done: not 那天 ("感恩节那天有什么安排"), and
+# 过 only after a verb (吃过, 去过; 过节 / 怎么过 celebrate).
+_DONE = re.compile(
+    r"(?<![定好对行算])了|(?<=[吃去做玩看说聊买见到听写读问讲])过|去年|上次|当时|"
+    r"\b(?:was|were|did|had|went|ago|spent)\b|\bused to\b|"
+    r"\b(?:i|we|you|he|she|they)\s+(?:\w+ed|ate|saw|got|made|took|met|told|said|bought|came|gave|found|felt|left|"
+    r"lost|ran|sat|slept|wore|wrote|drank|read|sang|won|brought|thought|heard|paid)\b",
+    re.I,
+)
 
 MAX_STEPS = 60
 """Weekly steps searched for the next occurrence (a little over a year)."""
 
 
-def speaks_of_future(text: str, span: tuple[int, int]) -> bool:
-    """True when the sentence holding `span` has a future cue and no past cue."""
+def _sentence(text: str, span: tuple[int, int]) -> str:
     for m in _SENTENCE.finditer(text):
         if m.start() <= span[0] < m.end():
-            sentence = m.group()
-            return bool(_FUTURE.search(sentence)) and not _PAST.search(sentence)
-    return False
+            return m.group()
+    return ""
+
+
+def speaks_of_future(text: str, span: tuple[int, int]) -> bool:
+    """True when the sentence holding `span` has a future cue and no past cue."""
+    sentence = _sentence(text, span)
+    return bool(_FUTURE.search(sentence)) and not _PAST.search(sentence)
+
+
+def speaks_of_past(text: str, span: tuple[int, int]) -> bool:
+    """True when the sentence holding `span` tells of something done and has no future cue."""
+    sentence = _sentence(text, span)
+    return bool(_DONE.search(sentence)) and not _FUTURE.search(sentence)
 
 
 def resolve_statement(text: str, expr: TimeExpression, *, now: datetime) -> tuple[datetime, datetime]:
-    """The range `expr` (found in `text`, said at `now`) meant as part of a statement."""
-    if (expr.kind not in _MOVABLE_KINDS or expr.start > now or _HAS_YEAR.search(expr.text)
-            or not speaks_of_future(text, expr.span)):
+    """The range `expr` (found in `text`, said at `now`) as the sentence around it means it."""
+    if expr.kind not in _MOVABLE_KINDS or _HAS_YEAR.search(expr.text):
+        return expr.start, expr.end
+    if expr.start > now:
+        return resolve_past(text, expr, now=now)
+    if not speaks_of_future(text, expr.span):
         return expr.start, expr.end
     # The parser's own rule takes the coming occurrence once it is at most a week ahead, so
     # stepping its clock forward a week at a time finds the first occurrence after `now`,
@@ -56,5 +82,22 @@ def resolve_statement(text: str, expr: TimeExpression, *, now: datetime) -> tupl
     for step in range(1, MAX_STEPS + 1):
         found = parse_time_ranges(expr.text, now=now + timedelta(days=7 * step))
         if found and found[0].start > now:
+            return found[0].start, found[0].end
+    return expr.start, expr.end
+
+
+def resolve_past(text: str, expr: TimeExpression, *, now: datetime) -> tuple[datetime, datetime]:
+    """Only the move back: a yearless date or festival the parser placed ahead of `now`, in a
+    sentence about the past, is the occurrence that ended by `now`. What a question resolves (a
+    question's 要 is as often a modal as a future: "我4月30号为什么要问你…"), and half of what a
+    statement does."""
+    if (expr.kind not in _MOVABLE_KINDS or expr.start <= now or _HAS_YEAR.search(expr.text)
+            or not speaks_of_past(text, expr.span)):
+        return expr.start, expr.end
+    # The parser, its clock stepped back a week at a time, leaves the week's look-ahead once the
+    # coming occurrence is more than a week away.
+    for step in range(1, MAX_STEPS + 1):
+        found = parse_time_ranges(expr.text, now=now - timedelta(days=7 * step))
+        if found and found[0].end <= now:
             return found[0].start, found[0].end
     return expr.start, expr.end

@@ -187,7 +187,7 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
     config, tz = how.config, how.tz
     now = query.now.astimezone(tz)
     expressions = parse_time_ranges(query.message, now=now)
-    ranges = past_ranges(expressions, now)
+    ranges = past_ranges(query.message, expressions, now)
     decision = decide_for(query.message, ranges, now, require_cue=config.require_recall_cue)
     vector = message_vector(query)
     window = {" ".join(m.get("content", "").split()) for m in query.recent}

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -139,7 +139,9 @@ _EN_QUESTION = re.compile(
 # conversation even with no other cue. In a statement it is not: "你推荐的那家店昨天我去了" and "the
 # book you recommended last week was great" are about the visit and the book, "上周我讲的课" a lecture.
 _TOLD = re.compile(r"\b(i|we) (told you|said|mentioned|recommended|suggested)\b"
-                   r"|\byou (said|told me|mentioned|recommended|suggested|gave me|sent me|showed me|taught me|promised)\b"
+                   r"|\byou (said|told me|mentioned|recommended|suggested|gave me|sent me|showed me|taught me|promised|helped me)\b"
+                   # what you made for me ("你帮我起的昵称", "你给我写的诗"), asking to hear it again
+                   r"|你(给|帮)我[^，。！？,.!?]{1,3}的|\b(can|could|would) you (please )?repeat\b|(^|[.!?,;—–-]\s*)(please )?repeat\b"
                    r"|我(说|讲|提到|聊到)的|(?<![把])你[^，。！？,.!?我有]{0,6}?(给我|跟我|和我|对我|帮我)?(说|讲|提到|推荐|建议|介绍)的", re.IGNORECASE)
 # Our talk itself, named in the clause that holds the past time ("上周你说我应该多运动，具体是怎么说的",
 # "昨天我跟你说我几点的飞机", "On Wednesday I asked you a question about taxes, what did you
@@ -291,10 +293,18 @@ def clip_to_past(start: datetime, end: datetime, now: datetime) -> tuple[datetim
     return start, stop
 
 
-def past_ranges(expressions: Sequence[TimeExpression], now: datetime) -> list[tuple[TimeExpression, tuple[datetime, datetime]]]:
-    """Each expression with its range clipped to `now`, those that cover some past."""
+def past_ranges(message: str, expressions: Sequence[TimeExpression],
+                now: datetime) -> list[tuple[TimeExpression, tuple[datetime, datetime]]]:
+    """Each expression of `message`, moved back when its sentence speaks of the past
+    (`tense.resolve_past`: "what did I say on Thanksgiving?" four days before it is last year's),
+    with its range clipped to `now`; those that cover some past."""
+    from engine.timeparse.tense import resolve_past
+
     out = []
     for expr in expressions:
+        start, end = resolve_past(message, expr, now=now)
+        if (start, end) != (expr.start, expr.end):
+            expr = replace(expr, start=start, end=end)
         clipped = clip_to_past(expr.start, expr.end, now)
         if clipped is not None:
             out.append((expr, clipped))
@@ -323,7 +333,8 @@ def decide(message: str, *, has_past_range: bool, require_cue: bool = True,
     question = is_question(message)
     asking = question or bool(_ASKING.search(message))
     told = _TOLD.search(message)
-    if told and asking:
+    # the request must be more than the words that say what was told ("你给我写的诗真好看")
+    if told and (question or _ASKING.search(f"{message[:told.start()]}。{message[told.end():]}")):
         return RecallDecision(True, told.group(0))
     clauses = _clauses(message, past_spans) if past_spans else []
     talk = _talk_then(clauses)
