@@ -146,6 +146,20 @@ def test_false_trigger_and_recall_rates():
         ("Last Saturday I listed the groceries I needed — can you repeat the list?", True),
         ("I had to repeat the exam last year, any tips?", False),
         ("昨天你给我写的诗真好看", False),
+        # Blind set 5: someone else remembering; 好几 is "several"; 你说 + a question word is "tell me";
+        # "Remember when people used to …"; "was it dumb of me"; why things always are; 我要 asks now
+        ("上个星期二是我生日，结果没一个人记得，算了不说了", False),
+        ("我家猫前两天吐了好几次，今天好像好点了，还要带去医院吗", False),
+        ("你说为啥去年夏天那么热，是全球变暖闹的吗", False),
+        ("Remember when people used to write letters? I found my mom's old letters yesterday and cried", False),
+        ("Was it dumb of me to lend my friend $500 last month? He's ignoring my texts now.", False),
+        ("话说上周那个台风，为啥台风都是夏天来啊", False),
+        ("我室友前天半夜打游戏大吼大叫，我要怎么跟他说才不伤和气", False),
+        ("remember when we went to the lake last summer?", True),
+        ("你上礼拜给我出的那个减肥食谱再发我一遍", True),
+        ("你之前答应过我啥？就上礼拜说的那个", True),
+        ("What movie did you suggest earlier this week?", True),
+        ("I need the name of the restaurant I told you about two weeks ago", True),
     ],
     ids=lambda v: str(v),
 )

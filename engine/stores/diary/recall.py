@@ -38,7 +38,7 @@ _ZH_MEMORY = re.compile(
     # 忘了 only before what was forgotten is asked ("我忘了昨天聊的啥"); "我昨天忘了带钥匙" is a statement
     # 我记得 / "I remember" state a memory ("我记得去年这时候还在为高考发愁"); a question or request
     # about it has its own cue (来着, 说过, "what was it")
-    r"(?<!没人)(?<!有人)(?<!都不)(?<!也不)(?<!我)(?<!我还)(?<!我也)记得|记不记得|忘(了|记了?)[^，。！？,.!?]{0,12}(什么|啥|哪|谁|多少|名字)|回忆|回想|你[^，。！？,.!?]{0,4}想起来|想起来(了)?[吗没]|"
+    r"(?<!人)(?<!都不)(?<!也不)(?<!我)(?<!我还)(?<!我也)记得|记不记得|忘(了|记了?)[^，。！？,.!?]{0,12}(什么|啥|哪|谁|多少|名字)|回忆|回想|你[^，。！？,.!?]{0,4}想起来|想起来(了)?[吗没]|"
     r"(聊|谈|说|讲|提|问|告诉|跟你说|和你说|对你说)(了|过|到)?(些)?(什么|啥|哪些|些啥|几件|多少)|"
     r"(聊|谈|讲|提|告诉|问)过|跟你说过|和你说过|对你说过|说过|提到过|"
     # 我们 / 咱们 as who talked, not "our" (我们老板突然说): only adverbs and times before the verb
@@ -54,7 +54,7 @@ _ZH_MEMORY = re.compile(
 _WE = r"(?<!你说)(?<!觉得)(?<![问是])(?:我|我们|咱们|咱)"
 _ZH_PAST_QUESTION = re.compile(
     _WE + r"(?:[^，。！？,.!?]{0,10}了|[^，。！？,.!?]{1,10}(?<![能会以得])过)[^，。！？,.!?]{0,8}"
-    r"(什么|啥|哪|几|谁|多少|怎么样|吗|么|没(?:有)?(?=[，。！？,.!?\s]|$)|呢|\?|？)"
+    r"(什么|啥|哪|(?<![好十])几|谁|多少|怎么样|吗|么|没(?:有)?(?=[，。！？,.!?\s]|$)|呢|\?|？)"
     r"|" + _WE + r"[^，。！？,.!?]{0,6}(是不是|有没有)[^，。！？,.!?]{0,10}(了|过)"
     r"|" + _WE + r"[^，。！？,.!?]{0,6}(去了|吃了|买了|做了|看了|玩了)(哪|什么|啥|几)"
     r"|" + _WE + r"[^，。！？,.!?]{0,4}(去|吃|买|做|看|玩|干)(了)?(哪|什么|啥)[^，。！？,.!?]{0,3}了"
@@ -63,7 +63,8 @@ _ZH_PAST_QUESTION = re.compile(
 _EN_MEMORY = re.compile(
     # forgot / forget only with what was forgotten asked about ("I forgot what I told you"); "I
     # forgot my keys yesterday" is a statement
-    r"\b((?<!\bi )(?<!\bwe )(?<!\bi still )(?<!\bi also )remember|recall|remind me|(forgot|forget|forgotten)\s+(what|where|who|when|which|whether|if|how|the name)|"
+    r"\b((?<!\bi )(?<!\bwe )(?<!\bi still )(?<!\bi also )"
+    r"(?:(?<=you )remember|remember(?=[^.?!]*\b(?:i|me|my|we|us|our|you|your)\b))|recall|remind me|(forgot|forget|forgotten)\s+(what|where|who|when|which|whether|if|how|the name)|"
     r"(refresh|jog) my memory|"
     r"\b(we|you and i|i and you|i|you)\s+(\w+\s+)?(talk|talked|chat|chatted|speak|spoke|discuss|discussed)\s+about|"
     r"\bwe\s+(had|have)\s+an?\s+(\w+\s+)?(chat|talk|conversation|discussion)\b|"
@@ -78,7 +79,7 @@ _EN_MEMORY = re.compile(
 )
 _EN_PAST_QUESTION = re.compile(
     r"\b(what|where|when|who|which|how (much|many|long)|how)\b[^.?!]{0,30}\b(did|was|were|had)\s+(i|we)\b"
-    r"|\bwhat did you (say|tell me|recommend|suggest|mention)\b"
+    r"|\b(what|which)\b[^.?!]{0,20}\bdid you (say|tell me|recommend|suggest|mention|promise|send|show)\b"
     r"|\b(know|tell me|wonder) what (i|we) (did|ate|said|bought|watched|told you|had|went)\b"
     r"|^\s*(did|was|were|had)\s+(i|we)\b[^.!]*\?",
     re.IGNORECASE,
@@ -141,7 +142,7 @@ _EN_QUESTION = re.compile(
 _TOLD = re.compile(r"\b(i|we) (told you|said|mentioned|recommended|suggested)\b"
                    r"|\byou (said|told me|mentioned|recommended|suggested|gave me|sent me|showed me|taught me|promised|helped me)\b"
                    # what you made for me ("你帮我起的昵称", "你给我写的诗"), asking to hear it again
-                   r"|你(给|帮)我[^，。！？,.!?]{1,3}的|\b(can|could|would) you (please )?repeat\b|(^|[.!?,;—–-]\s*)(please )?repeat\b"
+                   r"|你[^，。！？,.!?我]{0,6}?(给|帮)我[^，。！？,.!?]{1,3}的|你[^，。！？,.!?]{0,6}?(答应|承诺|保证)(过)?我|\b(can|could|would) you (please )?repeat\b|(^|[.!?,;—–-]\s*)(please )?repeat\b"
                    r"|我(说|讲|提到|聊到)的|(?<![把])你[^，。！？,.!?我有]{0,6}?(给我|跟我|和我|对我|帮我)?(说|讲|提到|推荐|建议|介绍)的", re.IGNORECASE)
 # Our talk itself, named in the clause that holds the past time ("上周你说我应该多运动，具体是怎么说的",
 # "昨天我跟你说我几点的飞机", "On Wednesday I asked you a question about taxes, what did you
@@ -150,6 +151,7 @@ _TOLD = re.compile(r"\b(i|we) (told you|said|mentioned|recommended|suggested)\b"
 _TALK = re.compile(
     r"我[^，。！？,.!?你]{0,6}?(跟|和|对|给|向)你(说|讲|提|聊|讨论|推荐|吐槽|抱怨|倾诉|商量)|我问(过)?你|你问(过)?我|"
     r"(?<![跟和对给向问把])你(是不是|有没有|不是)?(跟我|和我|对我|给我|向我)?(说|讲|提到|推荐|建议|介绍|告诉我|回答|答应|劝|提醒)"
+    r"(?!为啥|为什么|是不是|怎么|要不要|会不会|该不该|咋|能不能|有没有|哪)"
     r"|你给(过)?我的|我们(讨论|聊|谈|商量)|"
     r"\b(i|we) (told|asked|showed|sent|promised) you\b|\byou (told|asked|showed|sent|gave|promised) me\b"
     r"|\b(i|we) (said|mentioned|recommended|suggested|discussed)\b|\byou (said|mentioned|recommended|suggested|answered)\b"
@@ -160,8 +162,8 @@ _TALK = re.compile(
 
 _ASKING = re.compile(
     r"(^|[，。！？,.!?；;\s]|你|能不能|可以)(帮我|给我|请|麻烦)|(帮我|给我)(看|想|回忆|找|查|说|讲|念|列|总结|整理|复述|再)"
-    r"|再(说|讲)一(遍|次)|复述|重复一下|还没(回答|回复|告诉我|说)"
-    r"|\b(can|could|would) you\b|\bplease\b|\bagain\b|\brepeat\b",
+    r"|再(说|讲)一(遍|次)|再[^，。！？,.!?]{0,3}一(遍|次|下)|复述|重复一下|还没(回答|回复|告诉我|说)|我(需要|想知道)"
+    r"|\b(can|could|would) you\b|\bplease\b|\bagain\b|\brepeat\b|\bi need (the|to know)\b",
     re.IGNORECASE,
 )
 
@@ -194,7 +196,8 @@ _ABOUT_NOW = re.compile(
     # a guess at a cause ("是不是昨晚喝水太多"), a rhetorical or general question ("Wasn't last
     # night's finale awful?", "What does that usually mean?"), why someone else did something
     r"|^\s*(是不是|会不会|难道)|\b(wasn'?t|isn'?t|weren'?t|aren'?t)\s+(it|that|this|the|last|those)\b"
-    r"|\bwhat (does|do) (that|it|this)\b|\bany (\w+ )?(recipes|recommendations|thoughts)\b"
+    r"|\bwhat (does|do) (that|it|this)\b|\b(is|was|isn'?t|wasn'?t) (it|that|this|i) (\w+ )?(dumb|stupid|silly|rude|mean|"
+    r"fair|wrong|right|selfish|weird)\b|\bof me to\b|为(什么|啥)[^，。！？,.!?]{0,8}(都|总|老)是|\bany (\w+ )?(recipes|recommendations|thoughts)\b"
     r"|\bwhy (did|does|do|would|is|was|were|are) (my|his|her|their|the|this|that|he|she|they|people|someone|every(one|body))\b",
     re.IGNORECASE,
 )
@@ -205,7 +208,7 @@ _BACK_REFERENCE = re.compile(
     r"|\b(it|that|they|them|those)\b[^.?!]*\b(called|named|name)\b|\bwhat (was|were) (it|that|they|its|their)\b",
     re.IGNORECASE,
 )
-_MY_DOING = re.compile(r"\s*(我|我们|咱们|咱)(?!该|应该|要不要|是不是|能不能|会不会|可以|想|打算|准备)"
+_MY_DOING = re.compile(r"\s*(我|我们|咱们|咱)(?!该|应该|要(?!的)|是不是|能不能|会不会|可以|想|打算|准备)"
                        r"|\s*(i|we)\s+(\w+ed|did|was|were|had|went|ate|bought|saw|read|got|made|met|told|said|took|drank|paid)\b",
                        re.IGNORECASE)
 # Clauses end at Chinese and English punctuation and at emoji; an English full stop only before a
