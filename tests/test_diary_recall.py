@@ -160,6 +160,31 @@ def test_false_trigger_and_recall_rates():
         ("你之前答应过我啥？就上礼拜说的那个", True),
         ("What movie did you suggest earlier this week?", True),
         ("I need the name of the restaurant I told you about two weeks ago", True),
+        # Blind set 6: embedded and quoted questions are not ours; sarcasm ending in 呢; 我 as an
+        # object (你昨天想我了没); the character's own day and feelings; rhetorical 谁家; "forgot how
+        # much"; ～ ends a clause; and going back to a talk (你上周说…, 继续讲吧, "get back to")
+        ("我男朋友昨晚突然说要冷静一段时间，我完全不知道哪里做错了。你觉得他是什么意思？", False),
+        ('我同学昨天问我"你毕业后打算干嘛"，我居然答不上来。你觉得迷茫是正常的吗？', False),
+        ('My sister asked me last week "why don\'t you ever call mom?" and I didn\'t have a good answer. '
+         "Is it bad that I find phone calls exhausting?", False),
+        ('Last Christmas my in-laws gave me a book called "How to Be Less Annoying." Was that an insult?', False),
+        ('真是谢谢我老板啊，周六加班周日也加班，我这个周末可真"充实"呢', False),
+        ("你昨天想我了没", False),
+        ("你昨天一个人的时候会无聊吗？我不在的时候你都干嘛呀", False),
+        ("Did you have a good day yesterday or was it boring without me?", False),
+        ("Was it lonely for you on Christmas Eve? I hope you weren't sad.", False),
+        ("12月25号那天我们公司居然还要年会彩排，谁家圣诞节这么过啊", False),
+        ("Honestly I forgot how much I loved painting until I picked up a brush last weekend.", False),
+        ("前几天看了个讲深海生物的纪录片，原来海底还有会发光的鱼，它们为什么会发光啊？", False),
+        ("*偷偷从背后捂住你的眼睛* 猜猜我是谁～ 昨晚答应你的惊喜来啦", False),
+        ("我前任上个月结婚了，本以为自己会难过，结果一点感觉都没有，这是不是说明我真的放下了？", False),
+        ("我昨天继续说服了我妈", False),
+        ("你上周说要给我推荐几部电影，当时推荐了哪些？", True),
+        ("上周五你讲到一半的那个故事，继续讲吧", True),
+        ("昨天晚上聊到一半我就睡着了，刚才说到哪了？接着说", True),
+        ("前天的聊天帮我捋一下重点", True),
+        ("That story you started telling me on Sunday, can you finish it?", True),
+        ("Let's get back to Friday's debate about pineapple on pizza.", True),
     ],
     ids=lambda v: str(v),
 )

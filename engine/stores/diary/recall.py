@@ -38,24 +38,24 @@ _ZH_MEMORY = re.compile(
     # 忘了 only before what was forgotten is asked ("我忘了昨天聊的啥"); "我昨天忘了带钥匙" is a statement
     # 我记得 / "I remember" state a memory ("我记得去年这时候还在为高考发愁"); a question or request
     # about it has its own cue (来着, 说过, "what was it")
-    r"(?<!人)(?<!都不)(?<!也不)(?<!我)(?<!我还)(?<!我也)记得|记不记得|忘(了|记了?)[^，。！？,.!?]{0,12}(什么|啥|哪|谁|多少|名字)|回忆|回想|你[^，。！？,.!?]{0,4}想起来|想起来(了)?[吗没]|"
-    r"(聊|谈|说|讲|提|问|告诉|跟你说|和你说|对你说)(了|过|到)?(些)?(什么|啥|哪些|些啥|几件|多少)|"
+    r"(?<!人)(?<!都不)(?<!也不)(?<!我)(?<!我还)(?<!我也)(?<!一直)(?<!明明)(?<!始终)(?<!永远)记得|记不记得|忘(了|记了?)[^，。！？,.!?]{0,12}(什么|啥|哪|谁|多少|名字)|回忆|回想|你[^，。！？,.!?]{0,4}想起来|想起来(了)?[吗没]|"
+    r"(聊|谈|说|讲|提|问|告诉|跟你说|和你说|对你说)(了|过|到)?(些)?(什么|啥|哪些|哪里|哪儿|哪(?=了)|些啥|几件|多少)|"
     r"(聊|谈|讲|提|告诉|问)过|跟你说过|和你说过|对你说过|说过|提到过|"
     # 我们 / 咱们 as who talked, not "our" (我们老板突然说): only adverbs and times before the verb
     r"(我们|咱们|咱俩|我俩)(俩|两个)?(之前|以前|上次|那天|那次|昨天|前天|上周|刚才|刚刚|之间)?(都|也|还|又|一起|曾经|就)?(聊|谈|说|讲)|"
     r"咱.{0,4}(聊|谈)|"
     r"发生了什么|发生过什么|(都|还)?干了(些)?(什么|啥)|都做了(些)?(什么|啥)|(什么|啥|哪|谁|几|多少)[^，。！？,.!?]{0,4}来着|"
-    r"(接着|继续)[^，。！？,.!?]{0,8}(聊|话题)|再(聊聊|说说|讲讲)|那个话题|"
+    r"(接着|继续)[^，。！？,.!?]{0,8}(聊|话题)|(^|[，。！？,.!?\s]|你|请)(接着|继续)(讲|说)(?![了服明过])|再(聊聊|说说|讲讲)|那个话题|"
     r"(跟|和|对|给)你(说|讲|提|聊|吐槽|抱怨|倾诉|推荐)(的|过)"
 )
 # A question about what I / we did: subject, a past marker, then a question word.
 # I / we as who did it: not after 你说 / 你觉得 (asking an opinion: "你说我是不是上火了"), 问 (someone
 # asked me) or 是 (是我太小气了吗).
-_WE = r"(?<!你说)(?<!觉得)(?<![问是])(?:我|我们|咱们|咱)"
+_WE = r"(?<!你说)(?<!觉得)(?<!说明)(?<!证明)(?<!以为)(?<!感觉)(?<![问是想陪等怪])(?:我|我们|咱们|咱)"
 _ZH_PAST_QUESTION = re.compile(
     _WE + r"(?:[^，。！？,.!?]{0,10}了|[^，。！？,.!?]{1,10}(?<![能会以得])过)[^，。！？,.!?]{0,8}"
     r"(什么|啥|哪|(?<![好十])几|谁|多少|怎么样|吗|么|没(?:有)?(?=[，。！？,.!?\s]|$)|呢|\?|？)"
-    r"|" + _WE + r"[^，。！？,.!?]{0,6}(是不是|有没有)[^，。！？,.!?]{0,10}(了|过)"
+    r"|" + _WE + r"[^，。！？,.!?]{0,6}(是不是|有没有)(?!该|要|应该|得)[^，。！？,.!?]{0,10}(了|过)"
     r"|" + _WE + r"[^，。！？,.!?]{0,6}(去了|吃了|买了|做了|看了|玩了)(哪|什么|啥|几)"
     r"|" + _WE + r"[^，。！？,.!?]{0,4}(去|吃|买|做|看|玩|干)(了)?(哪|什么|啥)[^，。！？,.!?]{0,3}了"
     r"|" + _WE + r"[^，。！？,.!?]{0,8}(去|吃|买|做|看|玩|干|喝|穿|见)的(是)?(哪|什么|啥|谁)"
@@ -64,7 +64,8 @@ _EN_MEMORY = re.compile(
     # forgot / forget only with what was forgotten asked about ("I forgot what I told you"); "I
     # forgot my keys yesterday" is a statement
     r"\b((?<!\bi )(?<!\bwe )(?<!\bi still )(?<!\bi also )"
-    r"(?:(?<=you )remember|remember(?=[^.?!]*\b(?:i|me|my|we|us|our|you|your)\b))|recall|remind me|(forgot|forget|forgotten)\s+(what|where|who|when|which|whether|if|how|the name)|"
+    r"(?:(?<=you )remember|remember(?=[^.?!]*\b(?:i|me|my|we|us|our|you|your)\b))|recall|remind me|(forgot|forget|forgotten)\s+(what(?!\s+i\s+(even\s+)?(wanted|was going|meant|came))|where|who|when|which|whether|if|"
+    r"how(?!\s+(much|many|to|good|fun|nice|great|hard|easy))|the name)|"
     r"(refresh|jog) my memory|"
     r"\b(we|you and i|i and you|i|you)\s+(\w+\s+)?(talk|talked|chat|chatted|speak|spoke|discuss|discussed)\s+about|"
     r"\bwe\s+(had|have)\s+an?\s+(\w+\s+)?(chat|talk|conversation|discussion)\b|"
@@ -74,7 +75,9 @@ _EN_MEMORY = re.compile(
     r"(it|they|that|this|the|its|their|his|her|you)\b|"
     r"\bwhat (i|we) (told|said|mentioned|talked|discussed|chatted)|\bwhat (i|we) (was|were) (talking|chatting|saying|discussing)\b|"
     r"what (have|had) (i|we)\b|what was (i|it i|it we)|what were we|"
-    r"(continue|pick up|resume)\b[^.?!]{0,30}\b(topic|conversation|discussion|chat)|where we left off|let'?s continue)\b",
+    r"(continue|pick up|resume)\b[^.?!]{0,30}\b(topic|conversation|discussion|chat)|where we left off|let'?s continue|"
+    r"let'?s (get|go) back to|(get|go|come) back to (our|what|that|the (topic|conversation|discussion|debate|chat|story))|"
+    r"back to \w+'s (topic|conversation|discussion|debate|chat|story))\b",
     re.IGNORECASE,
 )
 _EN_PAST_QUESTION = re.compile(
@@ -93,7 +96,7 @@ _EN_PAST_QUESTION = re.compile(
 # 整理 / 汇总 / 归纳 open statements as often as requests ("整理了一下昨天拍的照片", "整理上周的会议纪要花了
 # 我两小时"): only after who it is for or ending a 把 clause. A verb followed by 了 / 的 / 过 / 着 is a
 # finished action ("总结了一下上周的工作", "上周你整理的资料"), not a request.
-_ZH_VERBS = r"(?:说说|讲讲|总结|回顾|复盘|概括|梳理|盘点|列出|列举|复述)(?![了的过着])"
+_ZH_VERBS = r"(?:说说|讲讲|总结|回顾|复盘|概括|梳理|盘点|列出|列举|复述|捋|理一?下|理理)(?![了的过着])"
 _ZH_VERBS_FOR = r"(?:整理|汇总|归纳)(?![了的过着])"
 _ZH_REQUEST = re.compile(
     r"(?:^|[。！？!?；;\n]\s*|给我|跟我|和我|帮我|请|麻烦你?|你)" + _ZH_VERBS
@@ -119,9 +122,10 @@ _ZH_QUESTION = re.compile(
     r"|有没有|是不是|如何|(?<![没不])(?<!不知道[该要能去])(?<!知道)干嘛|咋(?![舌呼])"
 )
 # What someone asked me, reported ("面试官问我为什么离职"): the question word is theirs.
-_ZH_INDIRECT = re.compile(r"问(我|他|她|过我)(为什么|为啥|怎么|什么|哪|谁|几)")
+_ZH_INDIRECT = re.compile(r"问(我|他|她|过我)(为什么|为啥|怎么|什么|哪|谁|几)"
+                          r"|(不知道|不清楚|不明白|搞不懂|想不通|不确定|没想好|想不出|没决定)[^，。！？,.!?]{0,6}?(为什么|为啥|怎么|什么|哪|谁|几|多少|是不是)")
 _ZH_FINAL_NE = re.compile(r"呢\s*$")
-_ZH_STILL = re.compile(r"着呢\s*$|还[^，。！？,.!?]*呢\s*$")
+_ZH_STILL = re.compile(r"着呢\s*$|[还可真][^，。！？,.!?]*呢\s*$")
 _EN_QUESTION = re.compile(
     r"\?|^\s*(?:(?:so|and|ok|okay|well|hey|but|then)\b,?\s+)?"
     r"(?:(what(?!\s+an?\b)|whats|wheres|whos|when|where|who|whom|whose|which|why|how|any idea)\b"
@@ -140,7 +144,7 @@ _EN_QUESTION = re.compile(
 # conversation even with no other cue. In a statement it is not: "你推荐的那家店昨天我去了" and "the
 # book you recommended last week was great" are about the visit and the book, "上周我讲的课" a lecture.
 _TOLD = re.compile(r"\b(i|we) (told you|said|mentioned|recommended|suggested)\b"
-                   r"|\byou (said|told me|mentioned|recommended|suggested|gave me|sent me|showed me|taught me|promised|helped me)\b"
+                   r"|\byou (said|told me|mentioned|recommended|suggested|gave me|sent me|showed me|taught me|promised|helped me|(started |were )?(telling|explaining|describing))\b"
                    # what you made for me ("你帮我起的昵称", "你给我写的诗"), asking to hear it again
                    r"|你[^，。！？,.!?我]{0,6}?(给|帮)我[^，。！？,.!?]{1,3}的|你[^，。！？,.!?]{0,6}?(答应|承诺|保证)(过)?我|\b(can|could|would) you (please )?repeat\b|(^|[.!?,;—–-]\s*)(please )?repeat\b"
                    r"|我(说|讲|提到|聊到)的|(?<![把])你[^，。！？,.!?我有]{0,6}?(给我|跟我|和我|对我|帮我)?(说|讲|提到|推荐|建议|介绍)的", re.IGNORECASE)
@@ -150,9 +154,9 @@ _TOLD = re.compile(r"\b(i|we) (told you|said|mentioned|recommended|suggested)\b"
 # without the time, 你说 is also the idiom "what do you think" ("昨天降温了，你说我要不要穿秋裤？").
 _TALK = re.compile(
     r"我[^，。！？,.!?你]{0,6}?(跟|和|对|给|向)你(说|讲|提|聊|讨论|推荐|吐槽|抱怨|倾诉|商量)|我问(过)?你|你问(过)?我|"
-    r"(?<![跟和对给向问把])你(是不是|有没有|不是)?(跟我|和我|对我|给我|向我)?(说|讲|提到|推荐|建议|介绍|告诉我|回答|答应|劝|提醒)"
+    r"(?<![跟和对给向问把])你[^，。！？,.!?我你]{0,4}?(是不是|有没有|不是)?(跟我|和我|对我|给我|向我)?(说|讲|提到|推荐|建议|介绍|告诉我|回答|答应|劝|提醒)"
     r"(?!为啥|为什么|是不是|怎么|要不要|会不会|该不该|咋|能不能|有没有|哪)"
-    r"|你给(过)?我的|我们(讨论|聊|谈|商量)|"
+    r"|你给(过)?我的|我们(讨论|聊|谈|商量)|的(聊天|对话|谈话)|"
     r"\b(i|we) (told|asked|showed|sent|promised) you\b|\byou (told|asked|showed|sent|gave|promised) me\b"
     r"|\b(i|we) (said|mentioned|recommended|suggested|discussed)\b|\byou (said|mentioned|recommended|suggested|answered)\b"
     r"|\bwe (talked|chatted|spoke)\b",
@@ -188,11 +192,12 @@ _ABOUT_NOW = re.compile(
     r"|\b(do|does|are|would|will|can|could|should|have) you\b|\bhow are you\b|\bhow('s|\s+is|\s+was)\s+your\b"
     r"|\bwhat('s|\s+is|\s+are)\s+your\b|\b(is|was|isn'?t) (it|that|this) (normal|ok|okay|bad|weird|fine|too|good|wrong|crazy|strange)\b"
     r"|\bshould i\b|\bdo you think\b|\bwhat do you\b|\bany (tips|advice|ideas|suggestions)\b"
-    r"|\bdid you (hear|see|watch|know|catch|read|feel|sleep)\b|\bsleep well\b"
+    r"|\bdid you (hear|see|watch|know|catch|read|feel|sleep|have|miss|think|enjoy|dream|rest)\b|\bsleep well\b"
+    r"|\b(was|is) it \w+ for you\b|谁家|哪有|哪家[^，。！？,.!?]{0,8}这么"
     # a greeting about the night ("昨晚睡得怎么样？", "你昨天睡得好吗？"), what the character noticed
     r"|睡得(怎么样|好吗|好不好|香吗|好么)|睡好了(吗|没)|你(感觉到|听说|看到|看见)了?(吗|没)"
     # the character's own day ("你昨天过得怎么样", "昨晚的球赛你看了吗", "你假期干嘛了")
-    r"|(?<![跟和对给向问把])你[^，。！？,.!?]{0,4}(了吗|了没|过得|是不是|干嘛|干啥|做什么|做啥|在干)"
+    r"|(?<![跟和对给向问把])你[^，。！？,.!?]{0,8}?(了吗|了没|过得|是不是|干嘛|干啥|做什么|做啥|在干|会[^，。！？,.!?]{0,6}吗|有没有|想我|无聊)"
     # a guess at a cause ("是不是昨晚喝水太多"), a rhetorical or general question ("Wasn't last
     # night's finale awful?", "What does that usually mean?"), why someone else did something
     r"|^\s*(是不是|会不会|难道)|\b(wasn'?t|isn'?t|weren'?t|aren'?t)\s+(it|that|this|the|last|those)\b"
@@ -204,7 +209,7 @@ _ABOUT_NOW = re.compile(
 # ... unless it points back at something of that day ("你知道它叫什么吗", "do you remember what it was
 # called").
 _BACK_REFERENCE = re.compile(
-    r"(它|那个|那本|那家|那部|那首|那件|那次|那天)[^，。！？,.!?]*?(什么|啥|哪|谁|叫|名字)"
+    r"(它|那个|那本|那家|那部|那首|那件|那次|那天)[^，。！？,.!?]*?((?<![为干])(什么|啥)|哪|谁|叫|名字)"
     r"|\b(it|that|they|them|those)\b[^.?!]*\b(called|named|name)\b|\bwhat (was|were) (it|that|they|its|their)\b",
     re.IGNORECASE,
 )
@@ -213,8 +218,8 @@ _MY_DOING = re.compile(r"\s*(我|我们|咱们|咱)(?!该|应该|要(?!的)|是�
                        re.IGNORECASE)
 # Clauses end at Chinese and English punctuation and at emoji; an English full stop only before a
 # space or the end (not in 3.5 or e.g.).
-_CLAUSE = re.compile(r"(?:[^，,。；;！!？?\n.\u2600-\u27bf\U0001f300-\U0001faff]|\.(?![\"'”’]?(?:\s|$)))+"
-                     r"(?:[，,。；;！!？?\n\u2600-\u27bf\U0001f300-\U0001faff]|\.[\"'”’]?(?=\s|$))*")
+_CLAUSE = re.compile(r"(?:[^，,。；;！!？?\n.～~\u2600-\u27bf\U0001f300-\U0001faff]|\.(?![\"'”’]?(?:\s|$)))+"
+                     r"(?:[，,。；;！!？?\n～~\u2600-\u27bf\U0001f300-\U0001faff]|\.[\"'”’]?(?=\s|$))*")
 # Chinese chat often separates clauses by a space ("前天体检报告出来了 尿酸偏高 要注意啥").
 _CJK_SPACE = re.compile(r"(?<=[\u3400-\u9fff])[ \t\u3000]+(?=[\u3400-\u9fff])")
 # "??" / "?!" after a statement is surprise, not a question, unless it asks what / where / ...
@@ -225,6 +230,22 @@ _ASKS_WHAT = re.compile(r"\b(what|where|when|who|which|why|how)\b|什么|啥|哪
 def _cjk_breaks(message: str) -> str:
     """`message` with each space between Chinese characters made a comma (same length: spans keep)."""
     return _CJK_SPACE.sub(lambda m: "，" * len(m.group()), message)
+
+
+# What someone else said, quoted ('我同学问我"你毕业后打算干嘛"', 'she asked "why don't you call?"'):
+# its question is theirs.
+_QUOTED = re.compile(r'"[^"\n]{2,}"|“[^”\n]{2,}”|「[^」\n]{2,}」|『[^』\n]{2,}』')
+
+
+_QUOTE_STOPS = str.maketrans({"?": ".", "!": ".", "？": "。", "！": "。"})
+
+
+def _unquoted(message: str) -> str:
+    """`message` with quoted speech blanked but its sentence ends kept, as full stops (same length:
+    spans keep): 'a book called "How to Be Less Annoying." Was that an insult?' is two sentences."""
+    def blank(m: re.Match) -> str:
+        return "".join(c if c in ".。" else " " for c in m.group().translate(_QUOTE_STOPS))
+    return _QUOTED.sub(blank, message)
 
 
 def _clauses(message: str, past_spans: Sequence[tuple[int, int]]) -> list[tuple[str, bool]]:
@@ -329,7 +350,7 @@ def decide(message: str, *, has_past_range: bool, require_cue: bool = True,
     one of those days is then enough)."""
     if not has_past_range:
         return RecallDecision(False, "")
-    message = _cjk_breaks(message)
+    message = _cjk_breaks(_unquoted(message))
     cue = recall_cue(message)
     if cue or not require_cue:
         return RecallDecision(True, cue)
