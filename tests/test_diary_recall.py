@@ -185,6 +185,8 @@ def test_false_trigger_and_recall_rates():
         ("前天的聊天帮我捋一下重点", True),
         ("That story you started telling me on Sunday, can you finish it?", True),
         ("Let's get back to Friday's debate about pineapple on pizza.", True),
+        ("上周你们老板说要裁员，能不能帮我想想", False),
+        ("昨天你妈说要来看你，来了吗", False),
     ],
     ids=lambda v: str(v),
 )

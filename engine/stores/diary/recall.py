@@ -154,7 +154,9 @@ _TOLD = re.compile(r"\b(i|we) (told you|said|mentioned|recommended|suggested)\b"
 # without the time, 你说 is also the idiom "what do you think" ("昨天降温了，你说我要不要穿秋裤？").
 _TALK = re.compile(
     r"我[^，。！？,.!?你]{0,6}?(跟|和|对|给|向)你(说|讲|提|聊|讨论|推荐|吐槽|抱怨|倾诉|商量)|我问(过)?你|你问(过)?我|"
-    r"(?<![跟和对给向问把])你[^，。！？,.!?我你]{0,4}?(是不是|有没有|不是)?(跟我|和我|对我|给我|向我)?(说|讲|提到|推荐|建议|介绍|告诉我|回答|答应|劝|提醒)"
+    # a time or an adverb may stand between ("你上周说", "你之前也说"), not another person ("你们老板说")
+    r"(?<![跟和对给向问把])你[上下昨前今那这之以刚才周天月号日早晚午年星期礼拜一二三四五六七八九十0-9还又也都曾经]{0,6}?"
+    r"(是不是|有没有|不是)?(跟我|和我|对我|给我|向我)?(说|讲|提到|推荐|建议|介绍|告诉我|回答|答应|劝|提醒)"
     r"(?!为啥|为什么|是不是|怎么|要不要|会不会|该不该|咋|能不能|有没有|哪)"
     r"|你给(过)?我的|我们(讨论|聊|谈|商量)|的(聊天|对话|谈话)|"
     r"\b(i|we) (told|asked|showed|sent|promised) you\b|\byou (told|asked|showed|sent|gave|promised) me\b"
