@@ -82,6 +82,19 @@ HOUSEKEEPING = [
       ("user", "assistant: 杭州两日游…\nFollow up: 那第二天呢")], "query rewrite"),
     ([("system", "You are a Personal Information Organizer, specialized in storing facts about the user."),
       ("user", "user: I'm a nurse on night shifts.")], "fact extraction (mem0 prompt)"),
+    ([("system", "Given the chat so far and the user's last question, formulate a standalone question. Do not answer it."),
+      ("user", "hi"), ("assistant", "hello"), ("user", "how long is the trail?")], "query rewrite"),
+    ([("user", "Progressively summarize the lines of conversation provided.\nNew lines:\nHuman: hi")], "langchain memory"),
+    ([("system", "You are an AI suggestion generator for a search engine."), ("user", "User: 西湖有什么好玩的")],
+     "a tool's role"),
+    ([("system", "你是一个问题优化大师"), ("user", "她需要空腹吗？")], "a tool's role"),
+    ([("system", "Rewrite the user's input."), ("user", "User task: 那灵隐寺值得去吗？\nStandalone task:")],
+     "ends in a slot for the model to fill (a template)"),
+    ([("user", "Write a short summary of the text below.\n\n团子是一只三岁的橘猫。\n\nCONCISE SUMMARY IN 中文:")],
+     "ends in a slot for the model to fill (a template)"),
+    ([("system", "Extract the keywords of the text."), ("user", "Output: ")],
+     "ends in a slot for the model to fill (a template)"),
+    ([("user", "Keywords: 灵隐寺值得去吗\nRelated search terms:\n   ")], "ends in a slot for the model to fill (a template)"),
 ]
 
 
@@ -122,6 +135,13 @@ OTHER_FRONTENDS = [
     'Stop here and write me a checkpoint of everything so far, with goals and decisions. Only the checkpoint, do not respond to me.',
     'Please help me predict the 3 questions the human would ask next, each under 20 characters, as a JSON array.',
     '结合历史记录，为原问题生成3个不同的检索词，只返回JSON数组。',
+    # Second round (62 requests of 20 other applications, blind: 16 recognised before): the title
+    # rules as a bullet list, output in a tag, "this session", "tell me a summary".
+    '- you will generate a short title based on the first message a user begins a conversation with\n'
+    '- ensure it is not more than 80 characters long\n- do not use quotes or colons',
+    'You need to generate 4-5 suggestions based on the conversation. Put them inside <suggestions> tags.',
+    'Please summarize all prompts and responses from this session. Only include what happened, in order.',
+    "Please tell me a short 6 word summary of this conversation's topic. Only respond with the summary.",
 ]
 # Look-alikes a person types: about the conversation without an output constraint, or with one
 # but about something else; and personas that mention names, chats and word limits.
@@ -148,6 +168,13 @@ PEOPLE = [
     'Summarize the message my boss sent me in 20 words: we need to talk about your performance',
     'Give me a title for my novel, under 6 words. It is about a lighthouse keeper.',
     'Can you predict what my mom will ask me at dinner? keep it under 20 words',
+    # ending in a colon: what comes next is the person's, not a slot
+    '我跟你说：',
+    '昨天的事\n你猜怎么着：',
+    'My plan for today:\n1. gym\n2. work\nThoughts:',
+    '我今天的计划：\n1. 健身\n2. 上班\n你觉得：',
+    'This function is supposed to auto-name chats in my app, but it keeps answering instead of giving a title. '
+    'The prompt asks for a 3-5 word title.',
 ]
 PERSONAS = [
     'Your name is Mia and you love to chat with the user. Keep replies under 50 words.',

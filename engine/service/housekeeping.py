@@ -92,9 +92,24 @@ RULES: tuple[Rule, ...] = (
     _rule("librechat summary", "any", r"Summarize the conversation by integrating new lines into the current summary"),
     _rule("lobechat agent meta", "system", r"\A\s*你是一名擅长(?:会话标签总结|起名)的",
           r"\A\s*You are a professional translator\. Translate the input text to"),
-    _rule("query rewrite", "any", r"rephrase[^.\n]{0,80}\bstand-?alone (?:quer(?:y|ies)|questions?)",
-          r"作为一个向量检索助手"),
-    _rule("fact extraction (mem0 prompt)", "system", r"\A\s*You are a Personal Information Organizer"),
+    _rule("query rewrite", "any",
+          r"(?:rephrase|rewrite|reformulate|formulate|construct|condense)[^.\n]{0,80}\bstand-?alone (?:quer(?:y|ies)|questions?|task)",
+          r"reformulated? to be understood without the chat history", r"作为一个向量检索助手",
+          r"独立且语义完整的问题|不需要聊天历史就能理解"),
+    _rule("fact extraction (mem0 prompt)", "any", r"\A\s*You are a Personal Information Organizer",
+          r"\A\s*You are a smart memory manager which controls the memory of a system"),
+    _rule("langchain memory", "any", r"Progressively summarize the lines of conversation provided",
+          r"helping a human track knowledge triples", r"Extract all of the proper nouns from the last line of conversation",
+          r"helping a human keep track of facts about relevant people, places, and concepts"),
+    _rule("risuai memory", "any", r"\[Summarize the ongoing role story", r"session for summarizing a collaborative novel",
+          r"Review past conversations and infer options for responses"),
+    _rule("khoj", "any", r"\A\s*You are Khoj, an? (?:extremely smart and helpful|advanced)"),
+    # A tool's role, not a character's: "You are an AI suggestion generator", "a title generator
+    # assistant", "an AI question rephraser", 你是一个问题优化大师
+    _rule("a tool's role", "any",
+          r"\A\s*(?:#+\s*Role\s*)?You are an? [^.\n]{0,60}\b(?:title|summary|suggestion|tags?|keywords?|quer(?:y|ies)|"
+          r"questions?|search|text) (?:generator|extractor|rephraser|rewriter|summari[sz]er|classifier|optimi[sz]er|analy[sz]er)\b",
+          r"\A\s*你是一?[个名位]?[^。\n]{0,20}(?:标题|摘要|总结|问题优化|关键词|检索词|搜索词)(?:生成|提取|优化)?(?:大师|专家|助手|助理)"),
     _rule("hugging face chat-ui title", "system", r"\A\s*You are a summarization AI\. Summarize the user's request"),
     _rule("jan title", "last_user", r"\A\s*Summarize in a \d+-word Title\b"),
 )
@@ -111,17 +126,17 @@ def _words(alternatives: str) -> str:
 
 
 _REQUEST = re.compile(
-    r"(?:^|[,:;，：；]|\bplease|\bto|\band|\bwith|\bfor|\bthat|\bme)\s*"
+    r"(?:^|[,:;，：；]|\bplease|\bto|\band|\bwith|\bfor|\bthat|\bme|\bwill|\bshould|(?:^|\n)\s*-)\s*"
     + _words(r"generat(?:e|es|ing)|creat(?:e|es|ing)|writ(?:e|es|ing)|give|giving|provid(?:e|es|ing)|"
              r"produc(?:e|es|ing)|suggest(?:s|ing)?|pick|choose|select|summari[sz](?:e|es|ing)|extract(?:s|ing)?|"
              r"find|craft|title|name|label|tag|classify|categori[sz]e|identify|determine|come up with|make|"
-             r"output|return|list|what is|what's|which|predict|rephrase|rewrite")
+             r"output|return|list|what is|what's|which|predict|rephrase|rewrite|tell(?: me)?|formulate|reformulate")
     + r"|生成|起一?个|取一?个|拟一?个|给出|提供|提取|总结|概括|归纳|命名|打上|列出|是什么",
     re.IGNORECASE)
 _ARTEFACT = re.compile(
     _words(r"titles?|headlines?|names?|topics?|subjects?|tags?|keywords?|categor(?:y|ies)|labels?|"
            r"summar(?:y|ies|ize|ise)|follow[- ]?ups?|(?:search|web|standalone) quer(?:y|ies)|emojis?|checkpoint|"
-           r"(?:quick[- ]?)?(?:reply|replies|suggestions?)|"
+           r"(?:quick[- ]?)?(?:reply|replies|suggestions?)|standalone (?:questions?|task)|"
            r"questions? (?:that )?(?:the )?(?:user|human) (?:might|may|could|would|will|is likely to) ask")
     + r"|标题|题目|主题|话题|名字|名称|标签|关键[词字]|摘要|总结|概括|后续问题|追问|搜索词|检索词|表情",
     re.IGNORECASE)
@@ -132,7 +147,8 @@ _OF_CHAT = re.compile(
            # the material handed over: "the previous query", "the following message", "so far"
            # ("the message my boss sent" names none: a qualifier must say it is the one handed over)
            r"the\s+(?:prompt|query)|(?:the|this)\s+(?:previous|following|above|given|last|latest)\s+(?:(?:assistant|ai)\s+)?"
-           r"(?:prompt|query|message|response|reply)|everything so far|messages above|"
+           r"(?:prompt|query|message|response|reply)|everything so far|messages above|(?:this|the) session|"
+           r"prompts and responses|the user is (?:asking|trying)|"
            r"(?:user|human) (?:might|may|could|would|will|is likely to) ask")
     + r"|对话|会话|聊天|这句话|这段话|用户的?(?:问题|消息|提问|输入|请求)|上述内容|以上内容|历史记录|原问题",
     re.IGNORECASE)
@@ -144,10 +160,12 @@ _FOR_A_PROGRAM = re.compile(
            r"no (?:other|additional|extra) (?:text|words|explanation|commentary)|(?:any )?extra text|"
            r"do(?: not|n'?t) include|(?:in|follows?|using) the following format|"
            r"without (?:any )?(?:quotes|quotation|punctuation|explanation|commentary|preamble|lead-in|additional text)|"
-           r"(?:reply|respond|answer)\s+with\s+(?:just|only)|json|do(?: not|n'?t) (?:answer|respond to|explain|reply to)")
+           r"(?:reply|respond|answer)\s+with\s+(?:just|only)|json|do(?: not|n'?t) (?:answer|respond to|explain|reply to)|"
+           r"not more than \d+|do(?: not|n'?t) use (?:quotes|quotation|colons|punctuation)|"
+           r"(?:inside|within|between|wrapped in|in)\s+(?:the\s+)?<\w+>")
     + r"|\b(?:reply|respond|answer)\s+with\b[^.\n]{0,40}\bonly\b"
     + r"|\d+\s*个?(?:字|词|汉字|字符)(?:以内|之内)|不超过\s*\d+|(?:只|仅|直接)(?:需要?)?(?:返回|输出|回复|给出)"
-    + r"|不要(?:包含|带|加|有|使用)?(?:任何)?(?:解释|标点|引号|语气词|多余|其他)",
+    + r"|不要(?:包含|带|加|有|使用)?(?:任何)?(?:解释|标点|引号|语气词|多余|其他)|<\w+>[^\n]{0,12}标签",
     re.IGNORECASE)
 _SENTENCES = re.compile(r"[.!?;。！？；\n]+")
 
@@ -191,7 +209,46 @@ def classify(messages: Sequence[tuple[str, str]], *, override: str | None = None
         return Decision("housekeeping", "instruction after an answered turn (quiet prompt)")
     if any(_about_the_chat(t) for t in _instruction_texts(messages)):
         return Decision("housekeeping", "asks for a title, tags or summary of the chat, for a program")
+    if messages and messages[-1][0] != "assistant" and _ends_in_slot(messages[-1][1]):
+        return Decision("housekeeping", "ends in a slot for the model to fill (a template)")
     return Decision("conversation", "conversation turn")
+
+
+# Rule 6: a template's slot. Summary, rewrite and extraction chains end their prompt with the label
+# of what the model is to write ("New summary:", "Standalone question:", "独立问题:", "Output:"); a
+# person's message that ends in a colon introduces what they say next on the same line or one line
+# ("我跟你说：").
+_SLOT_WORDS = re.compile(
+    r"(?:new |concise |standalone |final )?(?:output|summary|answer|response|result|titles?|tags?|keywords?|"
+    r"quer(?:y|ies)|questions?|task)(?: in \S+)?|输出|摘要|总结|标题|回答|结果|关键词|检索词|独立问题",
+    re.IGNORECASE)
+
+
+def _ends_in_slot(text: str) -> bool:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    if not lines or not lines[-1].endswith((":", "：")):
+        return False
+    label = lines[-1][:-1].strip()
+    if _SLOT_WORDS.fullmatch(label):
+        return True
+    # Or a short label after a filled one of the template's ("Keywords: …", "新问题: …"); a person's
+    # list ending in "你觉得：" has none.
+    if not _short_label(label):
+        return False
+    for line in lines[:-1]:
+        m = _LABEL.match(line)
+        if m and _short_label(m.group(1)) and m.group(2).strip():
+            return True
+    return False
+
+
+_LABEL = re.compile(r"\A([^:：]{1,40})[:：](.*)\Z")
+
+
+def _short_label(label: str) -> bool:
+    """At most four words, or twelve characters unspaced."""
+    label = label.strip()
+    return 0 < len(label) <= 40 and len(label.split()) <= 4 and (" " in label or len(label) <= 12)
 
 
 def _texts(messages: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
