@@ -20,6 +20,9 @@ from datetime import datetime, timedelta
 from . import TimeExpression, parse_time_ranges
 
 _MOVABLE_KINDS = frozenset({"date", "festival", "season"})
+_BACK_KINDS = _MOVABLE_KINDS | {"weekday"}
+"""Moved back too: a bare weekday the parser placed later today ("what did we talk about on Sunday
+night", asked on a Sunday afternoon, is last Sunday's night)."""
 _HAS_YEAR = re.compile(r"\d{4}|\d{2}年|[去今明前后]年|年[前后]|\b(?:last|this|next)\s+year\b|\byears?\b", re.I)
 _SENTENCE = re.compile(r"[^。！？!?.\n；;]+[。！？!?.\n；;]*")
 
@@ -91,7 +94,7 @@ def resolve_past(text: str, expr: TimeExpression, *, now: datetime) -> tuple[dat
     sentence about the past, is the occurrence that ended by `now`. What a question resolves (a
     question's 要 is as often a modal as a future: "我4月30号为什么要问你…"), and half of what a
     statement does."""
-    if (expr.kind not in _MOVABLE_KINDS or expr.start <= now or _HAS_YEAR.search(expr.text)
+    if (expr.kind.split("+")[0] not in _BACK_KINDS or expr.start <= now or _HAS_YEAR.search(expr.text)
             or not speaks_of_past(text, expr.span)):
         return expr.start, expr.end
     # The parser, its clock stepped back a week at a time, leaves the week's look-ahead once the

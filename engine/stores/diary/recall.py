@@ -39,10 +39,11 @@ _ZH_MEMORY = re.compile(
     # 忘了 only before what was forgotten is asked ("我忘了昨天聊的啥"); "我昨天忘了带钥匙" is a statement
     # 我记得 / "I remember" state a memory ("我记得去年这时候还在为高考发愁"); a question or request
     # about it has its own cue (来着, 说过, "what was it")
-    r"(?<!人)(?<!都不)(?<!也不)(?<!我)(?<!我还)(?<!我也)(?<!一直)(?<!明明)(?<!始终)(?<!永远)记得|记不记得|"
-    r"忘(了|记了?)[^，。！？,.!?]{0,12}(什么|啥|哪|谁|多少|名字)|回忆|回想|你[^，。！？,.!?]{0,4}想起来|想起来(了)?[吗没]|"
+    r"(?<!人)(?<!都不)(?<!也不)(?<!我)(?<!我还)(?<!我也)(?<!一直)(?<!明明)(?<!始终)(?<!永远)(?<!谁)(?<!谁还)记得|记不记得|"
+    # forgetting as a habit or a mishap ("我总是忘了…", "我又忘了昨天把钥匙放哪了") is a complaint
+    r"(?<!总是)(?<!老是)(?<!经常)(?<!又)忘(了|记了?)[^，。！？,.!?]{0,12}(什么|啥|哪|谁|多少|名字)|回忆|回想|你[^，。！？,.!?]{0,4}想起来|想起来(了)?[吗没]|"
     r"(聊|谈|说|讲|提|问|告诉|跟你说|和你说|对你说)(了|过|到)?(些)?(什么|啥|哪些|哪里|哪儿|哪(?=了)|些啥|几件|多少)|"
-    r"(聊|谈|讲|提|告诉|问)过|跟你说过|和你说过|对你说过|说过|提到过|"
+    r"(聊|谈|讲|提|告诉|问|讨论|商量)过|跟你说过|和你说过|对你说过|说过|提到过|"
     # 我们 / 咱们 as who talked, not "our" (我们老板突然说): only adverbs and times before the verb
     r"(我们|咱们|咱俩|我俩)(俩|两个)?(之前|以前|上次|那天|那次|昨天|前天|上周|刚才|刚刚|之间)?(都|也|还|又|一起|曾经|就)?(聊|谈|说|讲)|"
     r"咱.{0,4}(聊|谈)|"
@@ -55,7 +56,7 @@ _ZH_MEMORY = re.compile(
 # asked me) or 是 (是我太小气了吗).
 _WE = r"(?<!你说)(?<!觉得)(?<!说明)(?<!证明)(?<!以为)(?<!感觉)(?<![问是想陪等怪])(?:我|我们|咱们|咱)"
 _ZH_PAST_QUESTION = re.compile(
-    _WE + r"(?:[^，。！？,.!?]{0,10}了|[^，。！？,.!?]{1,10}(?<![能会以得])过)[^，。！？,.!?]{0,8}"
+    _WE + r"(?:[^，。！？,.!?]{0,10}(?<!忘)了|[^，。！？,.!?]{1,10}(?<![能会以得])过)[^，。！？,.!?]{0,8}"
     r"(什么|啥|哪|(?<![好十])几|谁|多少|怎么样|吗|么|没(?:有)?(?=[，。！？,.!?\s]|$)|呢|\?|？)"
     r"|" + _WE + r"[^，。！？,.!?]{0,6}(是不是|有没有)(?!该|要|应该|得)[^，。！？,.!?]{0,10}(了|过)"
     r"|" + _WE + r"[^，。！？,.!?]{0,6}(去了|吃了|买了|做了|看了|玩了)(哪|什么|啥|几)"
@@ -67,13 +68,13 @@ _EN_MEMORY = re.compile(
     # forgot my keys yesterday" is a statement
     r"\b((?<!\bi )(?<!\bwe )(?<!\bi still )(?<!\bi also )"
     r"(?:(?<=you )remember|remember(?=[^.?!]*\b(?:i|me|my|we|us|our|you|your)\b))|recall|remind me|"
-    r"(forgot|forget|forgotten)\s+(what(?!\s+i\s+(even\s+)?(wanted|was going|meant|came))|where|who|when|which|whether|if|"
+    r"(?<!always )(?<!often )(?<!again )(forgot|forget|forgotten)\s+(what(?!\s+i\s+(even\s+)?(wanted|was going|meant|came))|where|who|when|which|whether|if|"
     r"how(?!\s+(much|many|to|good|fun|nice|great|hard|easy))|the name)|"
     r"(refresh|jog) my memory|"
     r"\b(we|you and i|i and you|i|you)\s+(\w+\s+)?(talk|talked|chat|chatted|speak|spoke|discuss|discussed)\s+about|"
     r"\bwe\s+(had|have)\s+an?\s+(\w+\s+)?(chat|talk|conversation|discussion)\b|"
     r"did(n'?t| not)? (i|we) (ever |already |once )?(tell|say|mention|talk|chat|discuss|ask)|(have|haven'?t) (i|we) (told|said|mentioned)|"
-    r"(i|we) (told|said|mentioned|talked|chatted|discussed)\b.*\?|"
+    r"(i|we) (told|said(?![^.?!]*\bto (?:my|his|her|their|the|a|an|him|them)\b)|mentioned|talked|chatted|discussed)\b.*\?|"
     r"(i|we) (told|said|mentioned)\b[^.!?]*[,.;]\s*(what|where|who|when|how|which)(\s+one)?\s+(was|is|were|did)\s+"
     r"(it|they|that|this|the|its|their|his|her|you)\b|"
     r"\bwhat (i|we) (told|said|mentioned|talked|discussed|chatted)|\bwhat (i|we) (was|were) (talking|chatting|saying|discussing)\b|"
@@ -105,7 +106,7 @@ _ZH_REQUEST = re.compile(
     r"(?:^|[。！？!?；;\n]\s*|给我|跟我|和我|帮我|请|麻烦你?|你)" + _ZH_VERBS
     + r"|(?:给我|帮我|请你?|麻烦你?)" + _ZH_VERBS_FOR
     + r"|(?:^|[。！？!?；;，,\s]|给我|帮我|请|麻烦你?|你(?:能不能|可不可以|可以|能)?)把[^。！？!?；;，,让叫]{1,24}?(?:" + _ZH_VERBS + "|" + _ZH_VERBS_FOR
-    + r")(?:一下|下)"
+    + r")(?:一下|下|成|为)"
 )
 _EN_REQUEST = re.compile(
     r"(?:^|[.!?]\s+|\b(?:please|now|so|ok|okay|hey|and|just|then)[,!]?\s+)"
@@ -121,12 +122,12 @@ _EN_REQUEST = re.compile(
 # 啥 / 什么 before 也 / 都 + 没 / 不 is "anything" ("啥也没买", "什么都不想做"); 你猜怎么着 is a
 # storyteller's aside.
 _ZH_QUESTION = re.compile(
-    r"[?？]|吗|(?<!没)(?<!没有)(什么|啥)(?![也都][没不])|哪|谁|(?<![前这那好十])几[点号月天个次]|怎么(?!着)|怎样|为什么|为啥|多少|是否"
+    r"[?？]|吗|(?<!没)(?<!没有)(什么|啥)(?![也都][没不])|哪(?!儿?[都也][没不]|里[都也][没不])|谁|(?<![前这那好十])几[点号月天个次]|怎么(?!着)|怎样|为什么|为啥|多少|是否"
     r"|有没有|是不是|如何|(?<![没不])(?<!不知道[该要能去])(?<!知道)干嘛|咋(?![舌呼])"
 )
 # What someone asked me, reported ("面试官问我为什么离职"): the question word is theirs.
 _ZH_INDIRECT = re.compile(r"问(我|他|她|过我)(为什么|为啥|怎么|什么|哪|谁|几)"
-                          r"|(不知道|不清楚|不明白|搞不懂|想不通|不确定|没想好|想不出|没决定)[^，。！？,.!?]{0,6}?(为什么|为啥|怎么|什么|哪|谁|几|多少|是不是)")
+                          r"|(不知道|不清楚|不明白|搞不懂|想不通|不确定|没想好|想不出|没决定|忘了|忘记了?|记不清|不记得)[^，。！？,.!?]{0,8}?(为什么|为啥|怎么|什么|哪|谁|几|多少|是不是)")
 _ZH_FINAL_NE = re.compile(r"呢\s*$")
 _ZH_STILL = re.compile(r"着呢\s*$|[还可真][^，。！？,.!?]*呢\s*$")
 _EN_QUESTION = re.compile(
@@ -146,13 +147,14 @@ _EN_QUESTION = re.compile(
 # this morning", "今天早上你给我推荐的歌是哪首", "上星期我说的健身计划帮我看看"): about the
 # conversation even with no other cue. In a statement it is not: "你推荐的那家店昨天我去了" and "the
 # book you recommended last week was great" are about the visit and the book, "上周我讲的课" a lecture.
-_TOLD = re.compile(r"\b(i|we) (told you|said|mentioned|recommended|suggested)\b"
+_TOLD = re.compile(r"\b(i|we) (told you|said(?![^.?!]*\bto (?:my|his|her|their|the|a|an|him|them)\b)|mentioned|recommended|suggested)\b"
                    r"|\byou (said|told me|mentioned|recommended|suggested|gave me|sent me|showed me|taught me|promised"
                    r"|helped me|(started |were )?(telling|explaining|describing))\b"
                    # what you made or promised for me ("你帮我起的昵称", "你给我写的诗", 你答应过我),
                    # asking to hear it again ("can you repeat the list?")
                    r"|你[^，。！？,.!?我]{0,6}?(给|帮)我[^，。！？,.!?]{1,3}的|你[^，。！？,.!?]{0,6}?(答应|承诺|保证)(过)?我"
                    r"|\b(can|could|would) you (please )?repeat\b|(^|[.!?,;—–-]\s*)(please )?repeat\b"
+                   r"|你[^，。！？,.!?]{0,6}?(推荐|介绍|说|讲|发)(给)?我的|\bdid you (give|send|tell|show|recommend|suggest|promise) me\b"
                    r"|我(说|讲|提到|聊到)的|(?<![把])你[^，。！？,.!?我有]{0,6}?(给我|跟我|和我|对我|帮我)?(说|讲|提到|推荐|建议|介绍)的", re.IGNORECASE)
 # Our talk itself, named in the clause that holds the past time ("上周你说我应该多运动，具体是怎么说的",
 # "昨天我跟你说我几点的飞机", "On Wednesday I asked you a question about taxes, what did you
@@ -166,7 +168,8 @@ _TALK = re.compile(
     r"(?!为啥|为什么|是不是|怎么|要不要|会不会|该不该|咋|能不能|有没有|哪)"
     r"|你给(过)?我的|我们(讨论|聊|谈|商量)|的(聊天|对话|谈话)|"
     r"\b(i|we) (told|asked|showed|sent|promised) you\b|\byou (told|asked|showed|sent|gave|promised) me\b"
-    r"|\b(i|we) (said|mentioned|recommended|suggested|discussed)\b|\byou (said|mentioned|recommended|suggested|answered)\b"
+    # said to someone else ("I said something mean to my partner") is no talk of ours
+    r"|\b(i|we) (said(?![^.?!]*\bto (?:my|his|her|their|the|a|an|him|them)\b)|mentioned|recommended|suggested|discussed)\b|\byou (said|mentioned|recommended|suggested|answered)\b"
     r"|\bwe (talked|chatted|spoke)\b",
     re.IGNORECASE,
 )
@@ -201,7 +204,7 @@ _ABOUT_NOW = re.compile(
     r"|\bwhat('s|\s+is|\s+are)\s+your\b|\b(is|was|isn'?t) (it|that|this) (normal|ok|okay|bad|weird|fine|too|good|wrong|crazy|strange)\b"
     r"|\bshould i\b|\bdo you think\b|\bwhat do you\b|\bany (tips|advice|ideas|suggestions)\b"
     r"|\bdid you (hear|see|watch|know|catch|read|feel|sleep|have|miss|think|enjoy|dream|rest)\b|\bsleep well\b"
-    r"|\b(was|is) it \w+ for you\b|谁家|哪有|哪家[^，。！？,.!?]{0,8}这么"
+    r"|\b(was|is) it \w+ for you\b|谁家|哪有|哪家[^，。！？,.!?]{0,8}这么|谁还(记得|在乎|管)"
     # a greeting about the night ("昨晚睡得怎么样？", "你昨天睡得好吗？"), what the character noticed
     r"|睡得(怎么样|好吗|好不好|香吗|好么)|睡好了(吗|没)|你(感觉到|听说|看到|看见)了?(吗|没)"
     # the character's own day ("你昨天过得怎么样", "昨晚的球赛你看了吗", "你假期干嘛了")
@@ -254,9 +257,22 @@ def _unquoted(message: str) -> str:
     return _QUOTED.sub(blank, message)
 
 
-def _clauses(message: str, past_spans: Sequence[tuple[int, int]]) -> list[tuple[str, bool]]:
-    """The message's clauses, each with whether it holds one of the past times."""
-    return [(m.group(), any(s < m.end() and e > m.start() for s, e in past_spans)) for m in _CLAUSE.finditer(message)]
+# One of us named: a question about a month or a year asks about us only then ("what did I tell you
+# last year", not "Who won the Super Bowl last year?", "去年那届世界杯最后是谁赢了？").
+_PERSON = re.compile(r"我|咱|你|\b(i|me|my|mine|we|us|our|you|your)\b", re.IGNORECASE)
+LONG_RANGE = timedelta(days=28)
+"""A past range this long (a month, a season, a year) is asked about as the world's past unless
+the question names one of us."""
+
+
+def _clauses(message: str, past_spans: Sequence[tuple[int, int]],
+             long_spans: Sequence[tuple[int, int]] = ()) -> list[tuple[str, bool]]:
+    """The message's clauses, each with whether it holds one of the past times (a long one only in
+    a clause that names one of us)."""
+    def holds(m: re.Match, spans: Sequence[tuple[int, int]]) -> bool:
+        return any(s < m.end() and e > m.start() for s, e in spans)
+    return [(m.group(), holds(m, past_spans) or (holds(m, long_spans) and bool(_PERSON.search(m.group()))))
+            for m in _CLAUSE.finditer(message)]
 
 
 def _talk_then(clauses: list[tuple[str, bool]]) -> str:
@@ -345,15 +361,18 @@ def decide_for(message: str, ranges: Sequence[tuple[TimeExpression, tuple[dateti
                require_cue: bool = True) -> RecallDecision:
     """`decide` for a message's `past_ranges`: the spans of those that lie before today."""
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    past = [expr.span for expr, (start, stop) in ranges if before_today(start, stop, today)]
-    return decide(message, has_past_range=bool(ranges), require_cue=require_cue, past_spans=past)
+    past = [(expr.span, expr.end - expr.start >= LONG_RANGE) for expr, (start, stop) in ranges
+            if before_today(start, stop, today)]
+    return decide(message, has_past_range=bool(ranges), require_cue=require_cue,
+                  past_spans=[span for span, long in past if not long], long_spans=[span for span, long in past if long])
 
 
 def decide(message: str, *, has_past_range: bool, require_cue: bool = True,
-           past_spans: Sequence[tuple[int, int]] = ()) -> RecallDecision:
+           past_spans: Sequence[tuple[int, int]] = (), long_spans: Sequence[tuple[int, int]] = ()) -> RecallDecision:
     """Whether to answer from the range. `has_past_range`: some range survives `clip_to_past`;
     `past_spans`: where the ranges that lie before today are said in `message` (a question about
-    one of those days is then enough)."""
+    one of those days is then enough); `long_spans`: those of them that last `LONG_RANGE` or more
+    (a question about one of those must name one of us)."""
     if not has_past_range:
         return RecallDecision(False, "")
     message = _cjk_breaks(_unquoted(message))
@@ -366,7 +385,7 @@ def decide(message: str, *, has_past_range: bool, require_cue: bool = True,
     # the request must be more than the words that say what was told ("你给我写的诗真好看")
     if told and (question or _ASKING.search(f"{message[:told.start()]}。{message[told.end():]}")):
         return RecallDecision(True, told.group(0))
-    clauses = _clauses(message, past_spans) if past_spans else []
+    clauses = _clauses(message, past_spans, long_spans) if past_spans or long_spans else []
     talk = _talk_then(clauses)
     if talk and asking:
         return RecallDecision(True, talk)
