@@ -218,3 +218,15 @@ def test_decision_table(message, expected):
 def test_future_range_never_fires_even_with_a_cue():
     assert not _fires("明天我们聊什么")
     assert recall_cue("你还记得吗") == "记得"
+
+
+def test_a_question_about_a_month_names_one_of_us_by_name_too():
+    """A month or a year asked about is the world's past unless the question names one of us: I,
+    you, we, or the user's or the character's name (LoCoMo asks "What setback did Melanie face in
+    October?" of Melanie's diary)."""
+    for message, names in [("What setback did Melanie face in October?", ("Caroline", "Melanie")),
+                           ("小月去年在哪里工作？", ("阿澈", "小月"))]:
+        ranges = past_ranges(message, parse_time_ranges(message, now=NOW), NOW)
+        assert ranges
+        assert decide_for(message, ranges, NOW, names=names).use
+        assert not decide_for(message, ranges, NOW, names=("Sam", "Mira")).use

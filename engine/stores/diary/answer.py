@@ -188,7 +188,8 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
     now = query.now.astimezone(tz)
     expressions = parse_time_ranges(query.message, now=now)
     ranges = past_ranges(query.message, expressions, now)
-    decision = decide_for(query.message, ranges, now, require_cue=config.require_recall_cue)
+    decision = decide_for(query.message, ranges, now, require_cue=config.require_recall_cue,
+                          names=(names.user, names.char))
     vector = message_vector(query)
     window = {" ".join(m.get("content", "").split()) for m in query.recent}
     side = side_of(query.message, names)

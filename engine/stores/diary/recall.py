@@ -258,20 +258,32 @@ def _unquoted(message: str) -> str:
 
 
 # One of us named: a question about a month or a year asks about us only then ("what did I tell you
-# last year", not "Who won the Super Bowl last year?", "去年那届世界杯最后是谁赢了？").
-_PERSON = re.compile(r"我|咱|你|\b(i|me|my|mine|we|us|our|you|your)\b", re.IGNORECASE)
+# last year", "what did Caroline do in July", not "Who won the Super Bowl last year?",
+# "去年那届世界杯最后是谁赢了？").
+_PERSON = r"我|咱|你|\b(?:i|me|my|mine|we|us|our|you|your)\b"
+
+
+def _person(names: Sequence[str]) -> re.Pattern[str]:
+    """I, we, you, or the user's or the character's name (a Chinese name as written, others as words)."""
+    named = [re.escape(n) if _HAN.search(n) else rf"\b{re.escape(n)}\b" for n in names if n.strip()]
+    return re.compile("|".join([_PERSON, *named]), re.IGNORECASE)
+
+
+_HAN = re.compile(r"[\u3400-\u9fff]")
 LONG_RANGE = timedelta(days=28)
 """A past range this long (a month, a season, a year) is asked about as the world's past unless
 the question names one of us."""
 
 
-def _clauses(message: str, past_spans: Sequence[tuple[int, int]],
-             long_spans: Sequence[tuple[int, int]] = ()) -> list[tuple[str, bool]]:
+def _clauses(message: str, past_spans: Sequence[tuple[int, int]], long_spans: Sequence[tuple[int, int]] = (),
+             names: Sequence[str] = ()) -> list[tuple[str, bool]]:
     """The message's clauses, each with whether it holds one of the past times (a long one only in
     a clause that names one of us)."""
+    person = _person(names) if long_spans else None
+
     def holds(m: re.Match, spans: Sequence[tuple[int, int]]) -> bool:
         return any(s < m.end() and e > m.start() for s, e in spans)
-    return [(m.group(), holds(m, past_spans) or (holds(m, long_spans) and bool(_PERSON.search(m.group()))))
+    return [(m.group(), holds(m, past_spans) or (holds(m, long_spans) and bool(person and person.search(m.group()))))
             for m in _CLAUSE.finditer(message)]
 
 
@@ -358,21 +370,24 @@ def past_ranges(message: str, expressions: Sequence[TimeExpression],
 
 
 def decide_for(message: str, ranges: Sequence[tuple[TimeExpression, tuple[datetime, datetime]]], now: datetime, *,
-               require_cue: bool = True) -> RecallDecision:
-    """`decide` for a message's `past_ranges`: the spans of those that lie before today."""
+               require_cue: bool = True, names: Sequence[str] = ()) -> RecallDecision:
+    """`decide` for a message's `past_ranges`: the spans of those that lie before today. `names`:
+    the user's and the character's (they count as one of us)."""
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     past = [(expr.span, expr.end - expr.start >= LONG_RANGE) for expr, (start, stop) in ranges
             if before_today(start, stop, today)]
     return decide(message, has_past_range=bool(ranges), require_cue=require_cue,
-                  past_spans=[span for span, long in past if not long], long_spans=[span for span, long in past if long])
+                  past_spans=[span for span, long in past if not long], long_spans=[span for span, long in past if long],
+                  names=names)
 
 
 def decide(message: str, *, has_past_range: bool, require_cue: bool = True,
-           past_spans: Sequence[tuple[int, int]] = (), long_spans: Sequence[tuple[int, int]] = ()) -> RecallDecision:
+           past_spans: Sequence[tuple[int, int]] = (), long_spans: Sequence[tuple[int, int]] = (),
+           names: Sequence[str] = ()) -> RecallDecision:
     """Whether to answer from the range. `has_past_range`: some range survives `clip_to_past`;
     `past_spans`: where the ranges that lie before today are said in `message` (a question about
     one of those days is then enough); `long_spans`: those of them that last `LONG_RANGE` or more
-    (a question about one of those must name one of us)."""
+    (a question about one of those must name one of us: I, you, we or one of `names`)."""
     if not has_past_range:
         return RecallDecision(False, "")
     message = _cjk_breaks(_unquoted(message))
@@ -385,7 +400,7 @@ def decide(message: str, *, has_past_range: bool, require_cue: bool = True,
     # the request must be more than the words that say what was told ("你给我写的诗真好看")
     if told and (question or _ASKING.search(f"{message[:told.start()]}。{message[told.end():]}")):
         return RecallDecision(True, told.group(0))
-    clauses = _clauses(message, past_spans, long_spans) if past_spans or long_spans else []
+    clauses = _clauses(message, past_spans, long_spans, names) if past_spans or long_spans else []
     talk = _talk_then(clauses)
     if talk and asking:
         return RecallDecision(True, talk)
