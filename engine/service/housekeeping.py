@@ -12,7 +12,9 @@ decision, first match wins:
    `### Task:` prompts, tool selection, emoji and mixture-of-agents; SillyTavern's summary,
    impersonation and expression prompts; LibreChat's titles and summary; LobeChat's topic, summary,
    emoji, query-rewrite, agent-meta and translate chains; NextChat's topic and summary; Hugging Face
-   chat-ui's and Jan's titles; query rewriting into a standalone query; mem0's fact extraction);
+   chat-ui's and Jan's titles; query rewriting into a standalone question, however it is asked;
+   LangChain's and RisuAI's memory chains; mem0's fact prompts; Khoj's; and a prompt that casts
+   the model as a tool: "You are an AI suggestion generator", 你是一个问题优化大师);
 4. the shape of SillyTavern's quiet prompts: an instruction (system message) sent after an
    assistant reply that already answered the last user message asks for something about the chat,
    not for the next turn (a "continue" nudge excepted);
@@ -22,7 +24,10 @@ decision, first match wins:
    reading it does ("5 words or less", "only return the title", "no quotes", "JSON", "10个字以内",
    "不要标点"). A person asking "summarize our chat from last week" gives no such constraint, and
    one asking for a title of their novel names no conversation;
-6. otherwise a conversation turn.
+6. a template's slot (`_ends_in_slot`): the last message ends in the label of what the model is to
+   write ("New summary:", "Standalone task:", "独立问题:", a lone "Output:"), or in a short label
+   after a filled one of the template's; a person's "我跟你说：" or list ending in "你觉得：" is none;
+7. otherwise a conversation turn.
 """
 
 from __future__ import annotations
@@ -214,7 +219,7 @@ def classify(messages: Sequence[tuple[str, str]], *, override: str | None = None
     return Decision("conversation", "conversation turn")
 
 
-# Rule 6: a template's slot. Summary, rewrite and extraction chains end their prompt with the label
+# Rule 6, a template's slot. Summary, rewrite and extraction chains end their prompt with the label
 # of what the model is to write ("New summary:", "Standalone question:", "独立问题:", "Output:"); a
 # person's message that ends in a colon introduces what they say next on the same line or one line
 # ("我跟你说：").
