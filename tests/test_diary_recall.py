@@ -33,18 +33,24 @@ def test_false_trigger_and_recall_rates():
     with_time = [m for m in ordinary if parse_time_ranges(m, now=NOW)]
     false = [m for m in ordinary if _fires(m)]
     naive = [m for m in ordinary if _fires(m, require_cue=False)]
-    missed = [m for m in recall if not _fires(m)]
+    # The decision can only pull a range the message names; a recall question that names no day
+    # the parser resolves ("上次你说的那个方法", "before my exam") is answered by the search alone.
+    dated = [m for m in recall if past_ranges(m, parse_time_ranges(m, now=NOW), NOW)]
+    missed = [m for m in dated if not _fires(m)]
     print(
         f"\nordinary lines: {len(ordinary)}, with a time expression: {len(with_time)} "
         f"({len(with_time) / len(ordinary):.1%})"
         f"\nfalse triggers: {len(false)} ({len(false) / len(ordinary):.1%}); "
         f"without the recall rule (any past range): {len(naive)} ({len(naive) / len(ordinary):.1%})"
-        f"\nrecall: {len(recall) - len(missed)}/{len(recall)} ({1 - len(missed) / len(recall):.1%})"
+        f"\nrecall questions: {len(recall)}, naming a past day: {len(dated)}, of those recalled: "
+        f"{len(dated) - len(missed)} ({1 - len(missed) / len(dated):.1%})"
     )
     print("false triggers:", false)
     print("missed:", missed)
+    print("naming no day:", [m for m in recall if m not in dated])
     assert len(false) / len(ordinary) <= 0.03
-    assert len(missed) / len(recall) <= 0.05
+    assert len(dated) >= 0.8 * len(recall)
+    assert len(missed) / len(dated) <= 0.03
 
 
 @pytest.mark.parametrize(
