@@ -227,6 +227,13 @@ _SLOT_WORDS = re.compile(
     r"(?:new |concise |standalone |final )?(?:output|summary|answer|response|result|titles?|tags?|keywords?|"
     r"quer(?:y|ies)|questions?|task)(?: in \S+)?|输出|摘要|总结|标题|回答|结果|关键词|检索词|独立问题",
     re.IGNORECASE)
+_LABEL = re.compile(r"\A([^:：]{1,40})[:：](.*)\Z")
+
+
+def _short_label(label: str) -> bool:
+    """At most four words, or twelve characters unspaced."""
+    label = label.strip()
+    return 0 < len(label) <= 40 and len(label.split()) <= 4 and (" " in label or len(label) <= 12)
 
 
 def _ends_in_slot(text: str) -> bool:
@@ -245,15 +252,6 @@ def _ends_in_slot(text: str) -> bool:
         if m and _short_label(m.group(1)) and m.group(2).strip():
             return True
     return False
-
-
-_LABEL = re.compile(r"\A([^:：]{1,40})[:：](.*)\Z")
-
-
-def _short_label(label: str) -> bool:
-    """At most four words, or twelve characters unspaced."""
-    label = label.strip()
-    return 0 < len(label) <= 40 and len(label.split()) <= 4 and (" " in label or len(label) <= 12)
 
 
 def _texts(messages: Sequence[tuple[str, str]]) -> dict[str, list[str]]:

@@ -49,7 +49,7 @@ _DONE = re.compile(
 )
 
 MAX_STEPS = 60
-"""Weekly steps searched for the next occurrence (a little over a year)."""
+"""Weekly steps searched for the next or the previous occurrence (a little over a year)."""
 
 
 def _sentence(text: str, span: tuple[int, int]) -> str:
@@ -79,14 +79,7 @@ def resolve_statement(text: str, expr: TimeExpression, *, now: datetime) -> tupl
         return resolve_past(text, expr, now=now)
     if not speaks_of_future(text, expr.span):
         return expr.start, expr.end
-    # The parser's own rule takes the coming occurrence once it is at most a week ahead, so
-    # stepping its clock forward a week at a time finds the first occurrence after `now`,
-    # whatever calendar (solar, lunar, nth weekday) the expression follows.
-    for step in range(1, MAX_STEPS + 1):
-        found = parse_time_ranges(expr.text, now=now + timedelta(days=7 * step))
-        if found and found[0].start > now:
-            return found[0].start, found[0].end
-    return expr.start, expr.end
+    return _stepped(expr, now, weeks=1)
 
 
 def resolve_past(text: str, expr: TimeExpression, *, now: datetime) -> tuple[datetime, datetime]:
@@ -97,10 +90,16 @@ def resolve_past(text: str, expr: TimeExpression, *, now: datetime) -> tuple[dat
     if (expr.kind.split("+")[0] not in _BACK_KINDS or expr.start <= now or _HAS_YEAR.search(expr.text)
             or not speaks_of_past(text, expr.span)):
         return expr.start, expr.end
-    # The parser, its clock stepped back a week at a time, leaves the week's look-ahead once the
-    # coming occurrence is more than a week away.
+    return _stepped(expr, now, weeks=-1)
+
+
+def _stepped(expr: TimeExpression, now: datetime, *, weeks: int) -> tuple[datetime, datetime]:
+    """The first occurrence of `expr` after `now` (`weeks` 1) or the last one that ended by `now`
+    (`weeks` -1), whatever calendar (solar, lunar, nth weekday) it follows: the parser takes the
+    coming occurrence once it is at most a week ahead, else the most recent, so its clock stepped a
+    week at a time finds it."""
     for step in range(1, MAX_STEPS + 1):
-        found = parse_time_ranges(expr.text, now=now - timedelta(days=7 * step))
-        if found and found[0].end <= now:
+        found = parse_time_ranges(expr.text, now=now + timedelta(weeks=weeks * step))
+        if found and (found[0].start > now if weeks > 0 else found[0].end <= now):
             return found[0].start, found[0].end
     return expr.start, expr.end

@@ -30,6 +30,7 @@ from engine.search.base import SearchHit, SearchRequest, Side, Tuning
 from engine.stores.base import Hit, Query
 from engine.stores.diary.dates import label_range
 from engine.stores.diary.entry import DiaryEntry
+from engine.stores.diary.people import OTHER, SELF, mentions
 from engine.stores.diary.recall import RecallDecision, decide_for, is_question, past_ranges, recall_cue
 from engine.stores.diary.render import (
     NOTE_RESERVE, STORE, RangeTurns, digest_hits, fmt_range, omitted_hit, omitted_note, raw_hits, search_hits,
@@ -68,10 +69,6 @@ SITTING_GAP_S = Tuning.session_gap_s
 SITTING_LOOKBACK_DAYS = (2, 30, 400)
 """How far back the previous sitting is looked for, widening only when nothing was found."""
 
-_EN_SELF = re.compile(r"\b(i|me|my|mine|myself)\b", re.IGNORECASE)
-_EN_OTHER = re.compile(r"\b(you|your|yours|yourself)\b", re.IGNORECASE)
-
-
 @dataclass(frozen=True)
 class Names:
     user: str
@@ -93,22 +90,12 @@ def character_names(paths: CharacterPaths) -> Names:
 
 def side_of(message: str, names: Names) -> Side | None:
     """The participant a message is about, when it names exactly one (by name, or 我/I vs 你/you)."""
-    lowered = message.lower()
-
-    def named(name: str) -> bool:
-        if not name:
-            return False
-        if re.search(r"[\u4e00-\u9fff]", name):
-            return name in message
-        return re.search(rf"\b{re.escape(name.lower())}\b", lowered) is not None
-
-    user, char = named(names.user), named(names.char)
+    user, char = mentions(names.user, message), mentions(names.char, message)
     if user != char:
         return "user" if user else "assistant"
     if user:
         return None
-    me = "我" in message or bool(_EN_SELF.search(message))
-    you = "你" in message or bool(_EN_OTHER.search(message))
+    me, you = bool(SELF.search(message)), bool(OTHER.search(message))
     if me != you:
         return "user" if me else "assistant"
     return None

@@ -32,6 +32,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from engine.stores.diary.people import names_one_of_us
+
 if TYPE_CHECKING:
     from engine.timeparse import TimeExpression
 
@@ -258,33 +260,19 @@ def _unquoted(message: str) -> str:
     return _QUOTED.sub(blank, message)
 
 
-# One of us named: a question about a month or a year asks about us only then ("what did I tell you
-# last year", "what did Caroline do in July", not "Who won the Super Bowl last year?",
-# "去年那届世界杯最后是谁赢了？").
-_PERSON = r"我|咱|你|\b(?:i|me|my|mine|we|us|our|you|your)\b"
-
-
-def _person(names: Sequence[str]) -> re.Pattern[str]:
-    """I, we, you, or the user's or the character's name (a Chinese name as written, others as words)."""
-    named = [re.escape(n) if _HAN.search(n) else rf"\b{re.escape(n)}\b" for n in names if n.strip()]
-    return re.compile("|".join([_PERSON, *named]), re.IGNORECASE)
-
-
-_HAN = re.compile(r"[\u3400-\u9fff]")
 LONG_RANGE = timedelta(days=28)
 """A past range this long (a month, a season, a year) is asked about as the world's past unless
-the question names one of us."""
+the question names one of us (`people.names_one_of_us`: "what did I tell you last year", "what did
+Caroline do in July", not "Who won the Super Bowl last year?", "去年那届世界杯最后是谁赢了？")."""
 
 
 def _clauses(message: str, past_spans: Sequence[tuple[int, int]], long_spans: Sequence[tuple[int, int]] = (),
              names: Sequence[str] = ()) -> list[tuple[str, bool]]:
     """The message's clauses, each with whether it holds one of the past times (a long one only in
     a clause that names one of us)."""
-    person = _person(names) if long_spans else None
-
     def holds(m: re.Match, spans: Sequence[tuple[int, int]]) -> bool:
         return any(s < m.end() and e > m.start() for s, e in spans)
-    return [(m.group(), holds(m, past_spans) or (holds(m, long_spans) and bool(person and person.search(m.group()))))
+    return [(m.group(), holds(m, past_spans) or (holds(m, long_spans) and names_one_of_us(m.group(), names)))
             for m in _CLAUSE.finditer(message)]
 
 
