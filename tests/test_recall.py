@@ -501,6 +501,28 @@ def test_small_talk_in_another_language_does_not_open_the_search_gate(tea_house,
     assert [h.text for h in result.hits if h.store == "diary"] == []
 
 
+@pytest.mark.parametrize("message", ["是真的吗", "你今天心情怎么样", "你最喜欢什么颜色呀", "你平时都做些什么",
+                                     "你想吃什么"])
+def test_a_message_of_only_common_words_that_names_no_one_of_us_searches_nothing(tea_house, message):
+    """In a diary of ~70 turns 真的, 心情, 喜欢 or 做 is rare enough to open the search's gate, and
+    the whole budget of unrelated lines followed; against a general-language prior (jionlp's IDF
+    table) they are among the language's commonest words, and the message asks nothing of us."""
+    orch, now = tea_house
+    result = orch.build_prompt(message, user_id="lin", now=now)
+    assert [h.text for h in result.hits if h.store == "diary"] == []
+
+
+@pytest.mark.parametrize("message, expected", [
+    ("我最喜欢喝你这儿的什么茶？", "桂花乌龙"),  # only common words, but it asks about me
+    ("我们说过喜欢什么茶吗", "桂花乌龙"),        # about us
+    ("林舟喜欢喝什么茶？", "桂花乌龙"),           # the user by name
+])
+def test_common_words_still_search_when_the_message_names_the_user_or_us(tea_house, message, expected):
+    orch, now = tea_house
+    result = orch.build_prompt(message, user_id="lin", now=now)
+    assert expected in "\n".join(h.text for h in result.hits if h.store == "diary")
+
+
 def test_a_question_about_the_conversation_still_finds_it(tea_house):
     orch, now = tea_house
     result = orch.build_prompt("茶馆里的那只猫叫什么名字？", user_id="lin", now=now)

@@ -3,7 +3,7 @@ Snowball-stemmed (PyStemmer); and whether a term carries content (not a stop wor
 
 Every piece here is an established library's: rjieba segments (search mode, so 今天天气 also
 yields 天气), PyStemmer stems, the stop-word lists come from jionlp and the `stopwords`
-package (Chinese; English: the Snowball list). Nothing is loaded at import time.
+package (Chinese; English: the Snowball list), the commonest Chinese words from jionlp's IDF table. Nothing is loaded at import time.
 """
 
 from __future__ import annotations
@@ -44,6 +44,30 @@ def _stop_terms() -> frozenset[str]:
     return frozenset(stemmed) | frozenset(english) | frozenset(chinese)
 
 
+COMMON_IDF = 6.5
+"""A Chinese word whose IDF in jionlp's general table (news and web text) is below this is one of
+the language's ~2,200 commonest words (真的, 喜欢, 心情, 吃饭, 颜色; not 睡觉, 生日, 软件)."""
+
+
+@functools.cache
+def _common_terms() -> frozenset[str]:
+    """The Chinese words of jionlp's IDF table below `COMMON_IDF`: a general-language prior, which a
+    diary of a few hundred turns cannot give (there 真的 is as rare as 博物馆)."""
+    from engine.adapters.jio import jionlp
+
+    return frozenset(word for word, idf in jionlp().idf_loader().items() if idf < COMMON_IDF)
+
+
+def only_common_words(text: str) -> bool:
+    """Whether every content word of `text` is among the commonest Chinese words (and there is
+    one). Segmented in jieba's precise mode without its guess at new words, so a run it does not
+    know splits into dictionary words (做些 -> 做 些) rather than standing as one rare term; a
+    word of another script is never common here: no general frequency table for it ships with
+    kioku's dependencies."""
+    words = [w for w in _jieba().cut(text, False) if _WORD.search(w) and is_content(w)]
+    return bool(words) and all(_HAN.search(w) and w in _common_terms() for w in words)
+
+
 def terms(text: str) -> list[str]:
     """The text's search terms, in order, with repeats (term frequency counts them)."""
     if not text:
@@ -82,3 +106,4 @@ def warm_up() -> None:
     """Load the segmenter's dictionary, the stemmer and the stop lists now."""
     terms("预热 warm up")
     _stop_terms()
+    _common_terms()

@@ -30,7 +30,7 @@ from engine.search.base import SearchHit, SearchRequest, Side, Tuning
 from engine.stores.base import Hit, Query
 from engine.stores.diary.dates import label_range
 from engine.stores.diary.entry import DiaryEntry
-from engine.stores.diary.people import OTHER, SELF, mentions
+from engine.stores.diary.people import BOTH, OTHER, SELF, mentions
 from engine.stores.diary.recall import RecallDecision, decide_for, is_question, past_ranges, recall_cue
 from engine.stores.diary.render import (
     NOTE_RESERVE, STORE, RangeTurns, digest_hits, fmt_range, omitted_hit, omitted_note, raw_hits, search_hits,
@@ -117,14 +117,28 @@ SMALL_TALK_CHARS = 4
 characters ("天气真好", "晚安", "好累啊", "ok thanks") carries too little to search on."""
 
 
-def is_small_talk(message: str, text: str) -> bool:
-    from engine.search.text import content_terms
+def is_small_talk(message: str, text: str, names: Names, *, asks_range: bool = False) -> bool:
+    """Whether the search should not run: a statement that carries too little, or a message made
+    only of the language's commonest words that names neither the user nor us and asks about no
+    past range ("真的吗？", "你心情好吗", "你喜欢什么颜色", "你会做什么"). In a diary of a few
+    hundred turns one such word (真的, 做, 喜欢) is rare enough to open the search's gate, and the
+    whole budget followed it. With a range ("4月29号那天天气怎么样？") the search ranks the range."""
+    from engine.search.text import content_terms, only_common_words
 
-    if is_question(message) or recall_cue(message):
+    if recall_cue(message):
         return False
+    words = content_terms(text)
     # A Chinese word counts its characters, another word counts as two (about as much meaning).
-    weight = sum(len(t) if re.search(r"[\u4e00-\u9fff]", t) else 2 for t in content_terms(text))
-    return weight <= SMALL_TALK_CHARS
+    weight = sum(len(t) if re.search(r"[\u4e00-\u9fff]", t) else 2 for t in words)
+    if weight <= SMALL_TALK_CHARS and not is_question(message):
+        return True
+    if asks_range:
+        return False
+    return only_common_words(text) and not _names_user_or_us(message, names)
+
+
+def _names_user_or_us(message: str, names: Names) -> bool:
+    return bool(SELF.search(message) or BOTH.search(message)) or mentions(names.user, message)
 
 
 class DiarySource(Protocol):
@@ -214,7 +228,7 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
                 span = None
             hits += found_in_range
             budget -= sum(h.tokens or count_tokens(h.text) for h in found_in_range)
-        if config.search and budget >= MIN_SEARCH_TOKENS and not is_small_talk(query.message, text):
+        if config.search and budget >= MIN_SEARCH_TOKENS and not is_small_talk(query.message, text, names, asks_range=decision.use):
             request = SearchRequest(
                 text=text, vector=vector, k=SEARCH_K, side=side, exclude=frozenset(covered),
                 start=span[0] if span else None, end=span[1] if span else None,
