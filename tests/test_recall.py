@@ -512,10 +512,21 @@ def test_a_message_of_only_common_words_that_names_no_one_of_us_searches_nothing
     assert [h.text for h in result.hits if h.store == "diary"] == []
 
 
+@pytest.mark.parametrize("message", ["你喜欢吃什么水果", "你喜欢看书吗", "你说话好温柔"])
+def test_a_common_word_alone_does_not_open_the_search_gate(tea_house, message):
+    """喜欢 and 说 are in many of a small diary's lines; in the lexical agreement of a message that
+    names neither the user nor us a common word counts a fraction of its IDF, so its rarer words
+    (水果, 看书, 温柔) must match. One that names the user keeps the full weight: "我在学什么乐器？"
+    finds "我最近在学钢琴" through 学 alone (test_cache_deleted_under_a_running_engine…)."""
+    orch, now = tea_house
+    result = orch.build_prompt(message, user_id="lin", now=now)
+    assert [h.text for h in result.hits if h.store == "diary"] == []
+
+
 @pytest.mark.parametrize("message, expected", [
     ("我最喜欢喝你这儿的什么茶？", "桂花乌龙"),  # only common words, but it asks about me
     ("我们说过喜欢什么茶吗", "桂花乌龙"),        # about us
-    ("林舟喜欢喝什么茶？", "桂花乌龙"),           # the user by name
+    ("旅人喜欢喝什么茶？", "桂花乌龙"),           # the user by name (the demo character's user)
 ])
 def test_common_words_still_search_when_the_message_names_the_user_or_us(tea_house, message, expected):
     orch, now = tea_house

@@ -64,6 +64,11 @@ class SearchRequest:
     """The participant the question is about (it names them): their lines rank first."""
     exclude: frozenset[str] = frozenset()
     """Turn ids not to return (already in the prompt window)."""
+    asks_memory: bool = False
+    """The text is about us or asks for memory outright (a message that names the user or us, or
+    has a recall cue, "还记得我的猫叫什么吗"; a person searching the diary): in the relevance gate
+    the language's common words (学, 记得, 喜欢) count in full, where other messages' count only
+    `lexical.COMMON_WORD_AGREEMENT` of their IDF."""
 
 
 @dataclass(frozen=True)

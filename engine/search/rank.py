@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.search.base import SIDES, SearchHit, SearchRequest
+from engine.search.lexical import COMMON_WORD_AGREEMENT
 from engine.search.text import is_content, terms
 
 if TYPE_CHECKING:
@@ -57,7 +58,8 @@ def _rank(ix: "FileTurnIndex", req: SearchRequest, q_terms: list[str], content: 
     # while this thread scores BM25 and the turn graph.
     near = _look_up(ix, vector, t.expansion_weight, pending,
                     ix.terms.nearest, vector, ix.bm25.names, content, t.expansion_terms)
-    lex = ix.bm25.score(q_terms, content, ix.alive.view, ix.version)
+    lex = ix.bm25.score(q_terms, content, ix.alive.view, ix.version,
+                        common_weight=1.0 if req.asks_memory else COMMON_WORD_AGREEMENT)
     in_range = _range_rows(ix, req.start, req.end)
     dense_rows, dense_sims = _dense_candidates(ix, vector, t.candidates)
     cand, base = _candidates(ix, req, lex, dense_rows, in_range)

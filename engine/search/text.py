@@ -58,6 +58,12 @@ def _common_terms() -> frozenset[str]:
     return frozenset(word for word, idf in jionlp().idf_loader().items() if idf < COMMON_IDF)
 
 
+def is_common(term: str) -> bool:
+    """A Chinese term among the language's commonest words (`COMMON_IDF`); other terms never are
+    here: no general frequency table for them ships with kioku's dependencies."""
+    return bool(_HAN.search(term)) and term in _common_terms()
+
+
 def only_common_words(text: str) -> bool:
     """Whether every content word of `text` is among the commonest Chinese words (and there is
     one). Segmented in jieba's precise mode without its guess at new words, so a run it does not

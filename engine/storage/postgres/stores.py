@@ -203,7 +203,7 @@ class PgDiaryStore:
         vector = self.embedder.embed([text], role="query")[0] if text.strip() else None
         span = (math.ceil(start.timestamp()), math.ceil(end.timestamp())) if start and end else (None, None)
         found = self._search(user_id, SearchRequest(text=text, vector=vector, k=4 * k, start=span[0], end=span[1],
-                                                    only_range=start is not None and end is not None))
+                                                    only_range=start is not None and end is not None, asks_memory=True))
         out: dict[str, DiarySearchResult] = {}
         for h in found:
             if h.turn_id not in out:

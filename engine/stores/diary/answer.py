@@ -232,6 +232,7 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
             request = SearchRequest(
                 text=text, vector=vector, k=SEARCH_K, side=side, exclude=frozenset(covered),
                 start=span[0] if span else None, end=span[1] if span else None,
+                asks_memory=bool(recall_cue(query.message)) or _names_user_or_us(query.message, names),
             )
             found = source.search(request)
             reason = "hybrid search (words + meaning)" + (", the asked range first" if span else "")

@@ -155,7 +155,7 @@ class DiaryStore:
         vector = self.embedder.embed([text], role="query")[0] if text.strip() else None
         span = (math.ceil(start.timestamp()), math.ceil(end.timestamp())) if start and end else (None, None)
         request = SearchRequest(
-            text=text, vector=vector, k=4 * k, start=span[0], end=span[1], only_range=start is not None and end is not None
+            text=text, vector=vector, k=4 * k, start=span[0], end=span[1], only_range=start is not None and end is not None, asks_memory=True
         )
         with diary.lock:
             diary.refresh()
