@@ -24,6 +24,11 @@ decision, first match wins:
    reading it does ("5 words or less", "only return the title", "no quotes", "JSON", "10个字以内",
    "不要标点"). A person asking "summarize our chat from last week" gives no such constraint, and
    one asking for a title of their novel names no conversation;
+   5b. without such a constraint, two shapes a person does not use (`_TASK_RULES`): a system
+   prompt giving the model a tool's task ("You are an assistant that generates short chat titles",
+   "You are tasked with summarizing…", "You are a memory subroutine"), or the conversation handed
+   over as material ("Describe the above conversation…", "Extend this summary … the new messages
+   above", "Generate a title for this prompt:"); "summarize our conversation" is a person's;
 6. a template's slot (`_ends_in_slot`): the last message ends in the label of what the model is to
    write ("New summary:", "Standalone task:", "独立问题:", a lone "Output:"), or in a short label
    after a filled one of the template's; a person's "我跟你说：" or list ending in "你觉得：" is none;
@@ -181,6 +186,27 @@ def _about_the_chat(text: str) -> bool:
     return any(_REQUEST.search(s) and _ARTEFACT.search(s) and _OF_CHAT.search(s) for s in _SENTENCES.split(text))
 
 
+# Rule 5b, the same request without a program's output constraint, in a shape a person does not use:
+# a system prompt that gives the model a tool's task, or the conversation handed over as material.
+_TASK_RULES = (
+    # A tool's role told as what it does: "You are an assistant that generates short chat titles",
+    # "You are tasked with summarizing the following conversation", "You are a memory subroutine".
+    _rule("a tool's task", "any",
+          r"\A\s*You are an? [^.\n]{0,50}?\b(?:that|which) (?:generates?|creates?|writes?|produces?|summari[sz]es?|"
+          r"extracts?)\s+(?:[\w-]+\s+){0,3}?(?:titles?|summar(?:y|ies)|tags|keywords|memories|facts|follow[- ]?ups?)\b",
+          r"\A\s*You are tasked with (?:summari[sz]ing|extracting|generating|creating|writing)\b",
+          r"\A\s*You are an? memory (?:subroutine|manager|extractor|module)\b"),
+    # The conversation handed over as material, named the way a program names it ("the above
+    # conversation", "the conversation provided", "the new messages above"; a person says "our
+    # chat"), with a request to describe, summarise or title it.
+    _rule("the conversation handed over", "last_user",
+          r"(?:^|[.:!?]\s+|\n)\s*(?:please\s+)?(?:describe|summari[sz]e|create a summary of|write a summary of|"
+          r"extend this summary|generate a title for|give a title to)\b[^.\n]{0,60}?\b(?:the (?:above|following|provided|"
+          r"given|previous) (?:conversation|chat|dialog(?:ue)?|messages|prompt)|(?:conversation|chat|dialog(?:ue)?|messages|"
+          r"prompt) (?:above|below|provided)|this prompt|the new messages)\b"),
+)
+
+
 _CONTINUE = re.compile(r"\A\s*\[?\s*Continue (?:your last message|the (?:following message|response))", re.IGNORECASE)
 _INSTRUCTION_ROLES = ("system", "developer")
 
@@ -214,6 +240,9 @@ def classify(messages: Sequence[tuple[str, str]], *, override: str | None = None
         return Decision("housekeeping", "instruction after an answered turn (quiet prompt)")
     if any(_about_the_chat(t) for t in _instruction_texts(messages)):
         return Decision("housekeeping", "asks for a title, tags or summary of the chat, for a program")
+    for rule in _TASK_RULES:
+        if any(rule.pattern.search(t) for t in texts[rule.where]):
+            return Decision("housekeeping", rule.name)
     if messages and messages[-1][0] != "assistant" and _ends_in_slot(messages[-1][1]):
         return Decision("housekeeping", "ends in a slot for the model to fill (a template)")
     return Decision("conversation", "conversation turn")
