@@ -3,7 +3,8 @@ Snowball-stemmed (PyStemmer); and whether a term carries content (not a stop wor
 
 Every piece here is an established library's: rjieba segments (search mode, so 今天天气 also
 yields 天气), PyStemmer stems, the stop-word lists come from jionlp and the `stopwords`
-package (Chinese; English: the Snowball list), the commonest Chinese words from jionlp's IDF table. Nothing is loaded at import time.
+package (Chinese; English: the Snowball list), the commonest Chinese words from jionlp's IDF
+table. Nothing is loaded at import time.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def only_common_words(text: str) -> bool:
     word of another script is never common here: no general frequency table for it ships with
     kioku's dependencies."""
     words = [w for w in _jieba().cut(text, False) if _WORD.search(w) and is_content(w)]
-    return bool(words) and all(_HAN.search(w) and w in _common_terms() for w in words)
+    return bool(words) and all(is_common(w) for w in words)
 
 
 def terms(text: str) -> list[str]:

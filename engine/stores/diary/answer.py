@@ -30,7 +30,7 @@ from engine.search.base import SearchHit, SearchRequest, Side, Tuning
 from engine.stores.base import Hit, Query
 from engine.stores.diary.dates import label_range
 from engine.stores.diary.entry import DiaryEntry
-from engine.stores.diary.people import BOTH, OTHER, SELF, mentions
+from engine.stores.diary.people import OTHER, SELF, mentions, names_user_or_us
 from engine.stores.diary.recall import RecallDecision, decide_for, is_question, past_ranges, recall_cue
 from engine.stores.diary.render import (
     NOTE_RESERVE, STORE, RangeTurns, digest_hits, fmt_range, omitted_hit, omitted_note, raw_hits, search_hits,
@@ -134,11 +134,7 @@ def is_small_talk(message: str, text: str, names: Names, *, asks_range: bool = F
         return True
     if asks_range:
         return False
-    return only_common_words(text) and not _names_user_or_us(message, names)
-
-
-def _names_user_or_us(message: str, names: Names) -> bool:
-    return bool(SELF.search(message) or BOTH.search(message)) or mentions(names.user, message)
+    return only_common_words(text) and not names_user_or_us(message, names.user)
 
 
 class DiarySource(Protocol):
@@ -228,11 +224,12 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
                 span = None
             hits += found_in_range
             budget -= sum(h.tokens or count_tokens(h.text) for h in found_in_range)
-        if config.search and budget >= MIN_SEARCH_TOKENS and not is_small_talk(query.message, text, names, asks_range=decision.use):
+        small_talk = is_small_talk(query.message, text, names, asks_range=decision.use)
+        if config.search and budget >= MIN_SEARCH_TOKENS and not small_talk:
             request = SearchRequest(
                 text=text, vector=vector, k=SEARCH_K, side=side, exclude=frozenset(covered),
                 start=span[0] if span else None, end=span[1] if span else None,
-                asks_memory=bool(recall_cue(query.message)) or _names_user_or_us(query.message, names),
+                asks_memory=bool(recall_cue(query.message)) or names_user_or_us(query.message, names.user),
             )
             found = source.search(request)
             reason = "hybrid search (words + meaning)" + (", the asked range first" if span else "")

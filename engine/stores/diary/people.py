@@ -28,3 +28,9 @@ def mentions(name: str, text: str) -> bool:
 def names_one_of_us(text: str, names: Sequence[str] = ()) -> bool:
     """Whether `text` names the user, the character or both, by pronoun or by one of `names`."""
     return bool(SELF.search(text) or OTHER.search(text) or BOTH.search(text)) or any(mentions(n, text) for n in names)
+
+
+def names_user_or_us(text: str, user: str = "") -> bool:
+    """Whether `text` names the user (我, I, my, or the user's name) or both of us (我们, we): a
+    message about our shared life, as opposed to one about the character or the world."""
+    return bool(SELF.search(text) or BOTH.search(text)) or mentions(user, text)
