@@ -124,6 +124,12 @@ def test_false_trigger_and_recall_rates():
         ("嗨 我回来啦 前几天出差去了没顾上找你", False),
         ("5月3号那天我过生日一个人都没来，是不是我人缘太差了", False),
         ("你昨天过得怎么样呀", False),
+        # Blind set 9 (fourteenth session): the character's own day, asked in dialect or in English
+        ("你前年端午咋过的呀", False),
+        ("so what did you get up to last weekend", False),
+        ("what was your sunday like", False),
+        ("what was last night like for you?", False),
+        ("what did I get up to last weekend? I forgot what I told you", True),
         ("昨晚的球赛你看了吗？梅西那脚射门太绝了", False),
         ("国庆七天假我一天都没出门 宅到发霉 你假期干嘛了", False),
         ("今早起来发现眼睛肿了 是不是昨晚喝水太多", False),

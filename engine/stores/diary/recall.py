@@ -210,8 +210,10 @@ _ABOUT_NOW = re.compile(
     r"|\b(was|is) it \w+ for you\b|谁家|哪有|哪家[^，。！？,.!?]{0,8}这么|谁还(记得|在乎|管)"
     # a greeting about the night ("昨晚睡得怎么样？", "你昨天睡得好吗？"), what the character noticed
     r"|睡得(怎么样|好吗|好不好|香吗|好么)|睡好了(吗|没)|你(感觉到|听说|看到|看见)了?(吗|没)"
-    # the character's own day ("你昨天过得怎么样", "昨晚的球赛你看了吗", "你假期干嘛了")
-    r"|(?<![跟和对给向问把])你[^，。！？,.!?]{0,8}?(了吗|了没|过得|是不是|干嘛|干啥|做什么|做啥|在干|会[^，。！？,.!?]{0,6}吗|有没有|想我|无聊)"
+    # the character's own day ("你昨天过得怎么样", "昨晚的球赛你看了吗", "你假期干嘛了", "你去年过年咋过的",
+    # "what did you get up to yesterday", "what was yesterday like for you")
+    r"|(?<![跟和对给向问把])你[^，。！？,.!?]{0,8}?(了吗|了没|过得|咋过|怎么过|是不是|干嘛|干啥|做什么|做啥|在干|会[^，。！？,.!?]{0,6}吗|有没有|想我|无聊)"
+    r"|\bwhat did you (get up to|do)\b|\bwhat were you up to\b|\bwhat was \w+(?: \w+)? like for you\b|\bwhat was your \w+(?: \w+)? like\b"
     # a guess at a cause ("是不是昨晚喝水太多"), a rhetorical or general question ("Wasn't last
     # night's finale awful?", "What does that usually mean?"), why someone else did something
     r"|^\s*(是不是|会不会|难道)|\b(wasn'?t|isn'?t|weren'?t|aren'?t)\s+(it|that|this|the|last|those)\b"
