@@ -233,16 +233,16 @@ def classify(messages: Sequence[tuple[str, str]], *, override: str | None = None
                                f"'housekeeping' (got {override!r})", code="bad_request_kind")
         return Decision(kind, "explicit")  # type: ignore[arg-type]
     texts = _texts(messages)
-    for rule in (*rules, *RULES):
-        if any(rule.pattern.search(t) for t in texts[rule.where]):
-            return Decision("housekeeping", rule.name)
+    known = _first_match((*rules, *RULES), texts)
+    if known is not None:
+        return Decision("housekeeping", known.name)
     if _instruction_after_answer(messages):
         return Decision("housekeeping", "instruction after an answered turn (quiet prompt)")
     if any(_about_the_chat(t) for t in _instruction_texts(messages)):
         return Decision("housekeeping", "asks for a title, tags or summary of the chat, for a program")
-    for rule in _TASK_RULES:
-        if any(rule.pattern.search(t) for t in texts[rule.where]):
-            return Decision("housekeeping", rule.name)
+    task = _first_match(_TASK_RULES, texts)
+    if task is not None:
+        return Decision("housekeeping", task.name)
     if messages and messages[-1][0] != "assistant" and _ends_in_slot(messages[-1][1]):
         return Decision("housekeeping", "ends in a slot for the model to fill (a template)")
     return Decision("conversation", "conversation turn")
@@ -281,6 +281,11 @@ def _ends_in_slot(text: str) -> bool:
         if m and _short_label(m.group(1)) and m.group(2).strip():
             return True
     return False
+
+
+def _first_match(rules: Iterable[Rule], texts: dict[str, list[str]]) -> Rule | None:
+    """The first rule whose pattern is found in the texts it reads (`_texts`)."""
+    return next((rule for rule in rules if any(rule.pattern.search(t) for t in texts[rule.where])), None)
 
 
 def _texts(messages: Sequence[tuple[str, str]]) -> dict[str, list[str]]:

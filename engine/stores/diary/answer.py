@@ -27,6 +27,7 @@ import numpy as np
 
 from engine.paths import CharacterPaths
 from engine.search.base import SearchHit, SearchRequest, Side, Tuning
+from engine.search.text import content_terms, only_common_words
 from engine.stores.base import Hit, Query
 from engine.stores.diary.dates import label_range
 from engine.stores.diary.entry import DiaryEntry
@@ -117,24 +118,20 @@ SMALL_TALK_CHARS = 4
 characters ("天气真好", "晚安", "好累啊", "ok thanks") carries too little to search on."""
 
 
-def is_small_talk(message: str, text: str, names: Names, *, asks_range: bool = False) -> bool:
+def is_small_talk(message: str, text: str, *, cued: bool, about_us: bool, asks_range: bool) -> bool:
     """Whether the search should not run: a statement that carries too little, or a message made
     only of the language's commonest words that names neither the user nor us and asks about no
     past range ("真的吗？", "你心情好吗", "你喜欢什么颜色", "你会做什么"). In a diary of a few
     hundred turns one such word (真的, 做, 喜欢) is rare enough to open the search's gate, and the
-    whole budget followed it. With a range ("4月29号那天天气怎么样？") the search ranks the range."""
-    from engine.search.text import content_terms, only_common_words
-
-    if recall_cue(message):
+    whole budget followed it. With a range ("4月29号那天天气怎么样？") the search ranks the range.
+    `cued`: the message has a recall cue; `about_us`: it names the user or us, or is cued."""
+    if cued:
         return False
-    words = content_terms(text)
     # A Chinese word counts its characters, another word counts as two (about as much meaning).
-    weight = sum(len(t) if re.search(r"[\u4e00-\u9fff]", t) else 2 for t in words)
+    weight = sum(len(t) if re.search(r"[\u4e00-\u9fff]", t) else 2 for t in content_terms(text))
     if weight <= SMALL_TALK_CHARS and not is_question(message):
         return True
-    if asks_range:
-        return False
-    return only_common_words(text) and not names_user_or_us(message, names.user)
+    return not (asks_range or about_us) and only_common_words(text)
 
 
 class DiarySource(Protocol):
@@ -224,12 +221,13 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
                 span = None
             hits += found_in_range
             budget -= sum(h.tokens or count_tokens(h.text) for h in found_in_range)
-        small_talk = is_small_talk(query.message, text, names, asks_range=decision.use)
+        cued = bool(recall_cue(query.message))
+        about_us = cued or names_user_or_us(query.message, names.user)
+        small_talk = is_small_talk(query.message, text, cued=cued, about_us=about_us, asks_range=decision.use)
         if config.search and budget >= MIN_SEARCH_TOKENS and not small_talk:
             request = SearchRequest(
                 text=text, vector=vector, k=SEARCH_K, side=side, exclude=frozenset(covered),
-                start=span[0] if span else None, end=span[1] if span else None,
-                asks_memory=bool(recall_cue(query.message)) or names_user_or_us(query.message, names.user),
+                start=span[0] if span else None, end=span[1] if span else None, asks_memory=about_us,
             )
             found = source.search(request)
             reason = "hybrid search (words + meaning)" + (", the asked range first" if span else "")
@@ -264,8 +262,6 @@ def previous_sitting(source: DiarySource, now: datetime) -> tuple[datetime, date
 
 def _has_content(text: str, cue: str) -> bool:
     """Words beyond the time expression and the recall cue ("what BOOK did I mention")."""
-    from engine.search.text import content_terms
-
     rest = text.replace(cue, " ") if cue else text
     return bool(content_terms(rest))
 
