@@ -220,6 +220,20 @@ def test_false_trigger_and_recall_rates():
         ("Did you give me any tips for my presentation last Wednesday?", True),
         ("So what did we end up talking about on Sunday night, I fell asleep halfway", True),
         ("昨天你妈说要来看你，来了吗", False),
+        # Blind set 10: going back to what I said, gave or shared ("what exactly was it", "what was
+        # on it", "I can't remember what"), asking to be run through it or to see it (我想看看,
+        # 把…列出来, 我发给你的); a question about what comes next or what I may do now is not recall
+        ("i said something last week about quitting my job, what exactly was it", True),
+        ("last night I told you something important and now I can't remember what it was lol", True),
+        ("run me through what we covered last week", True),
+        ("last Friday I gave you a list of things to buy, what was on it?", True),
+        ("Could you look back at what I shared with you last weekend about my anxiety?", True),
+        ("我想看看上周三的聊天内容", True),
+        ("把我这周一说的待办事项列出来", True),
+        ("帮我找找前几天我发给你的那个菜谱", True),
+        ("last week's storm — is it coming back this weekend?", False),
+        ("my knee's been sore since the hike last Saturday, can I still go to the gym?", False),
+        ("whats the difference between mitosis and meiosis again? we went over it in class yesterday", False),
     ],
     ids=lambda v: str(v),
 )

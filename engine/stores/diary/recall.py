@@ -73,12 +73,12 @@ _EN_MEMORY = re.compile(
     r"(?:(?<=you )remember|remember(?=[^.?!]*\b(?:i|me|my|we|us|our|you|your)\b))|recall|remind me|"
     r"(?<!always )(?<!often )(?<!again )(forgot|forget|forgotten)\s+(what(?!\s+i\s+(even\s+)?(wanted|was going|meant|came))|where|who|when|which|whether|if|"
     r"how(?!\s+(much|many|to|good|fun|nice|great|hard|easy))|the name)|"
-    r"(refresh|jog) my memory|"
+    r"(refresh|jog) my memory|(can'?t|cannot|can not|couldn'?t|don'?t) (remember|recall) (what|where|who|when|which|whether|the name)|"
     r"\b(we|you and i|i and you|i|you)\s+(\w+\s+)?(talk|talked|chat|chatted|speak|spoke|discuss|discussed)\s+about|"
     r"\bwe\s+(had|have)\s+an?\s+(\w+\s+)?(chat|talk|conversation|discussion)\b|"
     r"did(n'?t| not)? (i|we) (ever |already |once )?(tell|say|mention|talk|chat|discuss|ask)|(have|haven'?t) (i|we) (told|said|mentioned)|"
     r"(i|we) (told|said(?![^.?!]*\bto (?:my|his|her|their|the|a|an|him|them)\b)|mentioned|talked|chatted|discussed)\b.*\?|"
-    r"(i|we) (told|said|mentioned)\b[^.!?]*[,.;]\s*(what|where|who|when|how|which)(\s+one)?\s+(was|is|were|did)\s+"
+    r"(i|we) (told|said|mentioned)\b[^.!?]*[,.;]\s*(what|where|who|when|how|which)(\s+(one|exactly|again))?\s+(was|is|were|did)\s+"
     r"(it|they|that|this|the|its|their|his|her|you)\b|"
     r"\bwhat (i|we) (told|said|mentioned|talked|discussed|chatted)|\bwhat (i|we) (was|were) (talking|chatting|saying|discussing)\b|"
     r"what (have|had) (i|we)\b|what was (i|it i|it we)|what were we|"
@@ -109,11 +109,11 @@ _ZH_REQUEST = re.compile(
     r"(?:^|[。！？!?；;\n]\s*|给我|跟我|和我|帮我|请|麻烦你?|你)" + _ZH_VERBS
     + r"|(?:给我|帮我|请你?|麻烦你?)" + _ZH_VERBS_FOR
     + r"|(?:^|[。！？!?；;，,\s]|给我|帮我|请|麻烦你?|你(?:能不能|可不可以|可以|能)?)把[^。！？!?；;，,让叫]{1,24}?(?:" + _ZH_VERBS + "|" + _ZH_VERBS_FOR
-    + r")(?:一下|下|成|为)"
+    + r")(?:一下|下|成|为|出?来)"
 )
 _EN_REQUEST = re.compile(
     r"(?:^|[.!?]\s+|\b(?:please|now|so|ok|okay|hey|and|just|then)[,!]?\s+)"
-    r"(?:summari[sz]e|recap|list|describe|review|go (?:over|through)|walk me through|fill me in on"
+    r"(?:summari[sz]e|recap|list|describe|review|go (?:over|through)|(?:walk|run|take|talk) me through|fill me in on"
     r"|give me (?:a |an )?(?:quick |short |brief )?(?:recap|summary|rundown|overview))\b"
     r"|\btell me (?:again |once more )?(?:about|what|how|everything|more about)\b"
     r"|\b(?:can|could|would|will) you (?:please )?(?:summari[sz]e|recap|sum\b|go over|walk me through|list|describe)",
@@ -158,7 +158,7 @@ _TOLD = re.compile(r"\b(i|we) (told you|said(?![^.?!]*\bto (?:my|his|her|their|t
                    r"|你[^，。！？,.!?我]{0,6}?(给|帮)我[^，。！？,.!?]{1,3}的|你[^，。！？,.!?]{0,6}?(答应|承诺|保证)(过)?我"
                    r"|\b(can|could|would) you (please )?repeat\b|(^|[.!?,;—–-]\s*)(please )?repeat\b"
                    r"|你[^，。！？,.!?]{0,6}?(推荐|介绍|说|讲|发)(给)?我的|\bdid you (give|send|tell|show|recommend|suggest|promise) me\b"
-                   r"|我(说|讲|提到|聊到)的|(?<![把])你[^，。！？,.!?我有]{0,6}?(给我|跟我|和我|对我|帮我)?(说|讲|提到|推荐|建议|介绍)的", re.IGNORECASE)
+                   r"|我[上下昨前今那这之以刚才周天月号日早晚午年星期礼拜一二三四五六七八九十0-9]{0,6}?(说|讲|提到|聊到|(发|传)给你)的|(?<![把])你[^，。！？,.!?我有]{0,6}?(给我|跟我|和我|对我|帮我)?(说|讲|提到|推荐|建议|介绍)的", re.IGNORECASE)
 # Our talk itself, named in the clause that holds the past time ("上周你说我应该多运动，具体是怎么说的",
 # "昨天我跟你说我几点的飞机", "On Wednesday I asked you a question about taxes, what did you
 # answer?"): with a question or a request anywhere, the message asks about that talk. In a clause
@@ -170,7 +170,8 @@ _TALK = re.compile(
     r"(是不是|有没有|不是)?(跟我|和我|对我|给我|向我)?(说|讲|提到|推荐|建议|介绍|告诉我|回答|答应|劝|提醒)"
     r"(?!为啥|为什么|是不是|怎么|要不要|会不会|该不该|咋|能不能|有没有|哪)"
     r"|你给(过)?我的|我们(讨论|聊|谈|商量)|的(聊天|对话|谈话)|"
-    r"\b(i|we) (told|asked|showed|sent|promised) you\b|\byou (told|asked|showed|sent|gave|promised) me\b"
+    r"\b(i|we) (told|asked|showed|sent|promised|gave) you\b|\byou (told|asked|showed|sent|gave|promised) me\b"
+    r"|\b(i|we) (shared|vented|ranted|complained|confided|opened up)( \w+)? (with|to|in) you\b|\b(what|things?|stuff) we (covered|went over)\b"
     # said to someone else ("I said something mean to my partner") is no talk of ours
     r"|\b(i|we) (said(?![^.?!]*\bto (?:my|his|her|their|the|a|an|him|them)\b)|mentioned|recommended|suggested|discussed)\b|\byou (said|mentioned|recommended|suggested|answered)\b"
     r"|\bwe (talked|chatted|spoke)\b",
@@ -180,7 +181,7 @@ _TALK = re.compile(
 
 _ASKING = re.compile(
     r"(^|[，。！？,.!?；;\s]|你|能不能|可以)(帮我|给我|请|麻烦)|(帮我|给我)(看|想|回忆|找|查|说|讲|念|列|总结|整理|复述|再)"
-    r"|再(说|讲)一(遍|次)|再[^，。！？,.!?]{0,3}一(遍|次|下)|复述|重复一下|还没(回答|回复|告诉我|说)|我(需要|想知道)"
+    r"|再(说|讲)一(遍|次)|再[^，。！？,.!?]{0,3}一(遍|次|下)|复述|重复一下|还没(回答|回复|告诉我|说)|我(需要|想知道|想(看看|看一下|翻翻|回顾一下|找找))"
     r"|\b(can|could|would) you\b|\bplease\b|\bagain\b|\brepeat\b|\bi need (the|to know)\b",
     re.IGNORECASE,
 )
@@ -205,7 +206,8 @@ _ABOUT_NOW = re.compile(
     r"|我(是不是|该不该|该|应该|要不要|能不能|会不会|可以)|今年|现在|今天|明天|以后|怎么办|咋办|咋整|好不好|行不行|对不对|正常吗"
     r"|\b(do|does|are|would|will|can|could|should|have) you\b|\bhow are you\b|\bhow('s|\s+is|\s+was)\s+your\b"
     r"|\bwhat('s|\s+is|\s+are)\s+your\b|\b(is|was|isn'?t) (it|that|this) (normal|ok|okay|bad|weird|fine|too|good|wrong|crazy|strange)\b"
-    r"|\bshould i\b|\bdo you think\b|\bwhat do you\b|\bany (tips|advice|ideas|suggestions)\b"
+    r"|\b(should|can|could|may) i\b|\bdo you think\b|\bwhat do you\b|\bany (tips|advice|ideas|suggestions)\b"
+    r"|\b(tomorrow|tonight|this (coming )?weekend|next (week|weekend|month|year|time|(mon|tues|wednes|thurs|fri|satur|sun)day))\b"
     r"|\bdid you (hear|see|watch|know|catch|read|feel|sleep|have|miss|think|enjoy|dream|rest)\b|\bsleep well\b"
     r"|\b(was|is) it \w+ for you\b|谁家|哪有|哪家[^，。！？,.!?]{0,8}这么|谁还(记得|在乎|管)"
     # a greeting about the night ("昨晚睡得怎么样？", "你昨天睡得好吗？"), what the character noticed
