@@ -4,7 +4,7 @@ Snowball-stemmed (PyStemmer); and whether a term carries content (not a stop wor
 Every piece here is an established library's: rjieba segments (search mode, so 今天天气 also
 yields 天气), PyStemmer stems, the stop-word lists come from jionlp and the `stopwords`
 package (Chinese; English: the Snowball list), the commonest Chinese words from jionlp's IDF
-table. Nothing is loaded at import time.
+table and the commonest English words from wordfreq. Nothing is loaded at import time.
 """
 
 from __future__ import annotations
@@ -48,30 +48,39 @@ def _stop_terms() -> frozenset[str]:
 COMMON_IDF = 6.5
 """A Chinese word whose IDF in jionlp's general table (news and web text) is below this is one of
 the language's ~2,200 commonest words (真的, 喜欢, 心情, 吃饭, 颜色; not 睡觉, 生日, 软件)."""
+COMMON_ENGLISH = 2000
+"""The English words among wordfreq's this many commonest (of subtitles, web, news, books: really,
+day, nice, weather, favorite, dinner; not camping, pottery, guitar, vacation) are the English
+counterpart: about as many as the Chinese ones."""
 
 
 @functools.cache
 def _common_terms() -> frozenset[str]:
-    """The Chinese words of jionlp's IDF table below `COMMON_IDF`: a general-language prior, which a
-    diary of a few hundred turns cannot give (there 真的 is as rare as 博物馆)."""
+    """The Chinese words of jionlp's IDF table below `COMMON_IDF` and wordfreq's `COMMON_ENGLISH`
+    commonest English words, as written and in term form (Snowball stems): a general-language
+    prior, which a diary cannot give (in a few hundred turns 真的 is as rare as 博物馆; in a
+    long English one "favorite" as rare as "pottery")."""
+    from wordfreq import top_n_list
+
     from engine.adapters.jio import jionlp
 
-    return frozenset(word for word, idf in jionlp().idf_loader().items() if idf < COMMON_IDF)
+    chinese = {word for word, idf in jionlp().idf_loader().items() if idf < COMMON_IDF}
+    # "don't" -> don, t: the pieces jieba and the term splitter make of it.
+    english = sorted({piece for w in top_n_list("en", COMMON_ENGLISH, wordlist="small") for piece in re.findall(r"[a-z]+", w)})
+    return frozenset(chinese) | frozenset(english) | frozenset(_stemmer().stemWords(english))
 
 
 def is_common(term: str) -> bool:
-    """A Chinese term among the language's commonest words (`COMMON_IDF`); other terms never are
-    here: no general frequency table for them ships with kioku's dependencies."""
-    return bool(_HAN.search(term)) and term in _common_terms()
+    """A term among its language's commonest words (Chinese: `COMMON_IDF`; English:
+    `COMMON_ENGLISH`, as a word or a stem); words of other languages never are here."""
+    return term.lower() in _common_terms()
 
 
 def only_common_words(text: str) -> bool:
-    """Whether every content word of `text` is among the commonest Chinese words (and there is
-    one). Segmented in jieba's precise mode without its guess at new words, so a run it does not
-    know splits into dictionary words (做些 -> 做 些) rather than standing as one rare term; a
-    word of another script is never common here: no general frequency table for it ships with
-    kioku's dependencies."""
-    words = [w for w in _jieba().cut(text, False) if _WORD.search(w) and is_content(w)]
+    """Whether every content word of `text` is among its language's commonest (and there is one).
+    Segmented in jieba's precise mode without its guess at new words, so a Chinese run it does not
+    know splits into dictionary words (做些 -> 做 些) rather than standing as one rare term."""
+    words = [w for w in _jieba().cut(text, False) if _WORD.search(w) and is_content(w.lower())]
     return bool(words) and all(is_common(w) for w in words)
 
 

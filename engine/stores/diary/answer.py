@@ -31,7 +31,7 @@ from engine.search.text import content_terms, only_common_words
 from engine.stores.base import Hit, Query
 from engine.stores.diary.dates import label_range
 from engine.stores.diary.entry import DiaryEntry
-from engine.stores.diary.people import OTHER, SELF, mentions, names_user_or_us
+from engine.stores.diary.people import OTHER, SELF, about_someone, mentions
 from engine.stores.diary.recall import RecallDecision, decide_for, is_question, past_ranges, recall_cue
 from engine.stores.diary.render import (
     NOTE_RESERVE, STORE, RangeTurns, digest_hits, fmt_range, omitted_hit, omitted_note, raw_hits, search_hits,
@@ -120,11 +120,12 @@ characters ("天气真好", "晚安", "好累啊", "ok thanks") carries too litt
 
 def is_small_talk(message: str, text: str, *, cued: bool, about_us: bool, asks_range: bool) -> bool:
     """Whether the search should not run: a statement that carries too little, or a message made
-    only of the language's commonest words that names neither the user nor us and asks about no
-    past range ("真的吗？", "你心情好吗", "你喜欢什么颜色", "你会做什么"). In a diary of a few
-    hundred turns one such word (真的, 做, 喜欢) is rare enough to open the search's gate, and the
-    whole budget followed it. With a range ("4月29号那天天气怎么样？") the search ranks the range.
-    `cued`: the message has a recall cue; `about_us`: it names the user or us, or is cued."""
+    only of its language's commonest words that names neither the user nor us and asks about no
+    past range ("真的吗？", "你心情好吗", "你喜欢什么颜色", "really??", "how was your day?"). In a
+    diary one such word (真的, 喜欢; "favorite", "weather") is rare enough to open the search's
+    gate, and the whole budget followed it. With a range ("4月29号那天天气怎么样？") the search
+    ranks the range. `cued`: the message has a recall cue; `about_us`: it is about someone of our
+    lives (`people.about_someone`), or is cued."""
     if cued:
         return False
     # A Chinese word counts its characters, another word counts as two (about as much meaning).
@@ -222,7 +223,7 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
             hits += found_in_range
             budget -= sum(h.tokens or count_tokens(h.text) for h in found_in_range)
         cued = bool(recall_cue(query.message))
-        about_us = cued or names_user_or_us(query.message, names.user)
+        about_us = cued or about_someone(query.message, names.user, names.char)
         small_talk = is_small_talk(query.message, text, cued=cued, about_us=about_us, asks_range=decision.use)
         if config.search and budget >= MIN_SEARCH_TOKENS and not small_talk:
             request = SearchRequest(
