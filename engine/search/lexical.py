@@ -35,9 +35,9 @@ COMMON_WORD_AGREEMENT = 0.3
 language's commonest words (`text.is_common`: 喜欢, 做, 说, 心情; favorite, weather, dinner) counts
 this share of its IDF unless the request asks for memory (`SearchRequest.asks_memory`): in a diary
 of a hundred turns such a word is as rare as 火锅, and one shared 喜欢 opened the gate for
-"你喜欢吃什么水果". Ranking keeps the full IDF. A helper's blind set of 150 chat messages asked of three recorded Chinese
-users: diary injected for 75 of 450, 63 with this (55 if it applied to every message, but then
-"我在学什么乐器？" no longer found "我最近在学钢琴" through 学); recall unchanged."""
+"你喜欢吃什么水果". Ranking keeps the full IDF. A helper's blind set of 150 chat messages asked of
+three recorded Chinese users: diary injected for 75 of 450, 63 with this (55 if it applied to every
+message, but then "我在学什么乐器？" no longer found "我最近在学钢琴" through 学); recall unchanged."""
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,8 @@ def _common_terms() -> frozenset[str]:
 
     chinese = {word for word, idf in jionlp().idf_loader().items() if idf < COMMON_IDF}
     # "don't" -> don, t: the pieces jieba and the term splitter make of it.
-    english = sorted({piece for w in top_n_list("en", COMMON_ENGLISH, wordlist="small") for piece in re.findall(r"[a-z]+", w)})
+    english = sorted({piece for w in top_n_list("en", COMMON_ENGLISH, wordlist="small")
+                      for piece in re.findall(r"[a-z]+", w)})
     return frozenset(chinese) | frozenset(english) | frozenset(_stemmer().stemWords(english))
 
 

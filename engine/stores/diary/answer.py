@@ -120,7 +120,7 @@ characters ("天气真好", "晚安", "好累啊", "ok thanks") carries too litt
 
 def is_small_talk(message: str, text: str, *, cued: bool, about_us: bool, asks_range: bool) -> bool:
     """Whether the search should not run: a statement that carries too little, or a message made
-    only of its language's commonest words that names neither the user nor us and asks about no
+    only of its language's commonest words that is about no one of our lives and asks about no
     past range ("真的吗？", "你心情好吗", "你喜欢什么颜色", "really??", "how was your day?"). In a
     diary one such word (真的, 喜欢; "favorite", "weather") is rare enough to open the search's
     gate, and the whole budget followed it. With a range ("4月29号那天天气怎么样？") the search

@@ -71,9 +71,9 @@ def names_someone(text: str) -> bool:
     nearly always, in a message to a companion. The first word of a sentence, "I", a name said to
     someone ("thanks, Leo") and the names of days, months and holidays do not count."""
     for sentence in _SENTENCES.finditer(text):
-        for word in _CAPITALISED.finditer(text, sentence.start(), sentence.end()):
-            if (word.start() > sentence.start() + len(sentence.group()) - len(sentence.group().lstrip())
-                    and not _CALENDAR.fullmatch(word.group()) and not _addressed(text, word.start(), word.end())):
+        first = sentence.start() + len(sentence.group()) - len(sentence.group().lstrip())
+        for word in _CAPITALISED.finditer(text, first + 1, sentence.end()):
+            if not _CALENDAR.fullmatch(word.group()) and not _addressed(text, word.start(), word.end()):
                 return True
     return False
 
@@ -85,8 +85,8 @@ _FOR_ME = re.compile(r"\b(?:give|tell|show|write|help|send|let|teach|get|make|fi
 
 def about_someone(text: str, user: str = "", char: str = "") -> bool:
     """Whether `text` is about a person of our lives, so that memory may hold the answer: the user
-    or both of us (`names_user_or_us`; not "me" as who a request is for), the character by name but not addressed ("what did Melanie
-    paint?" asks about its past; "what's your favorite color?" asks about its tastes, the
-    character card's business, and "hey Leo, good morning" greets it), or someone else by name
-    (`names_someone`)."""
+    or both of us (`names_user_or_us`; not "me" as who a request is for), the character by name
+    but not addressed ("what did Melanie paint?" asks about its past; "what's your favorite
+    color?" asks about its tastes, the character card's business, and "hey Leo, good morning"
+    greets it), or someone else by name (`names_someone`)."""
     return names_user_or_us(_FOR_ME.sub(" ", text), user) or _referred(char, text) or names_someone(text)
