@@ -134,3 +134,34 @@ def test_about_someone(message, about):
     from engine.stores.diary.people import about_someone
 
     assert about_someone(message, "Caroline", "Melanie") is about
+
+
+_USER_NAMES = {u["user_id"]: u["user_name"] for u in json.loads((DATA / "conversations.json").read_text(encoding="utf-8"))}
+
+
+@pytest.mark.parametrize("user", ["en1", "en2", "en3"])
+@pytest.mark.parametrize("question", ["What attributes describe {user}?", "What kind of person is {char}, would you say?"])
+def test_a_question_about_a_named_participant_is_answered_when_no_line_shares_its_words(companions, user, question):
+    """The participant's name is in most lines (no agreement) and the other words are in none: no
+    line clears the relevance gate, and such a question used to get nothing from the diary. Named
+    in the third person, the participant's life is what it asks about; the best lines by score
+    answer it. The same words without the name stay unanswered."""
+    names = {"user": _USER_NAMES[user], "char": companions[user][3]}
+    asked = _diary_lines(companions, user, question.format(**names))
+    assert [h for h in asked.hits if h.store == "diary" and h.meta.get("kind") == "search"]
+    unnamed = _diary_lines(companions, user, question.format(user="them", char="she"))
+    assert [h.text for h in unnamed.hits if h.store == "diary"] == []
+
+
+@pytest.mark.parametrize("message, named", [
+    ("What attributes describe Caroline?", True),
+    ("What might Melanie's political leaning be?", True),
+    ("Melanie, what do you think?", False),
+    ("good night, Melanie!", False),
+    ("What did Jake say?", False),
+    ("What do I like?", False),
+])
+def test_names_participant(message, named):
+    from engine.stores.diary.people import names_participant
+
+    assert names_participant(message, "Caroline", "Melanie") is named

@@ -69,6 +69,11 @@ class SearchRequest:
     has a recall cue, "还记得我的猫叫什么吗"; a person searching the diary): in the relevance gate
     the language's common words (学, 记得, 喜欢) count in full, where other messages' count only
     `lexical.COMMON_WORD_AGREEMENT` of their IDF."""
+    about_participant: bool = False
+    """The text is a question that names the user or the character in the third person ("What
+    attributes describe John?", "林舟养了什么宠物？"): it asks about their life, so when no line
+    clears the relevance gate (its words are not the diary's: "attributes", "console") the best
+    lines by score still answer it instead of nothing."""
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,9 @@ The gate keeps unrelated small talk out without one absolute cosine: a line pass
 holds a fifth of the query's content-word IDF (lexical agreement), or its turn's cosine stands
 well above the query's own top turns' (a margin over its score distribution), or it is next to
 such a line. A query none of whose lines pass finds nothing ("How are you?", "晚安") but the lines
-of a time range it asks about; otherwise lines past the gate gain a bonus, and the rest may
-follow by score (a multi-part question's other parts rarely share its words).
+of a time range it asks about, unless it is a question about a participant named in the third
+person (`SearchRequest.about_participant`); otherwise lines past the gate gain a bonus, and the
+rest may follow by score (a multi-part question's other parts rarely share its words).
 """
 
 from __future__ import annotations
@@ -111,14 +112,20 @@ def _rank(ix: "FileTurnIndex", req: SearchRequest, q_terms: list[str], content: 
     else:
         core = _eligible(lex.query_idf, agree_u, dt, dense_sims, has, t, bool(content))
     strong = (core | nb.near(core, len(t.context))) & has
-    eligible = has & bool(core.any()) if t.gate == "query" else strong
+    passed = bool(core.any())
+    # A question about a named participant is about their life even when no line shares its words:
+    # it opens the gate as a passing line would.
+    opened = passed or req.about_participant
+    eligible = has & opened if t.gate == "query" else strong | (has & (opened and not passed))
     range_mask = np.isin(cand, in_range)[:, None] & np.ones((1, 2), dtype=bool) if in_range.size else np.zeros_like(has)
     # A range comes only with a question that asks about it ("where did I travel in July"): its
     # lines are what was asked for even when none shares a word or stands out by meaning.
     eligible = eligible | (range_mask & has)
     if score.size:
         score = score + t.gate_bonus * float(score.max()) * (strong | range_mask)
-    return _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, vecs, q_terms, content)
+    # A range's lines past the gate lead; when none passes, the range's lines lead whatever follows.
+    first = range_mask & (strong if passed else has)
+    return _select(ix, req, cand, score, eligible, first, core, range_mask, lu, du, vecs, q_terms, content)
 
 
 _NEAR_TERMS = futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="kioku-near-terms")
@@ -302,13 +309,13 @@ def _eligible(query_idf, agree_u, dt, dense_sims, has, t, has_content: bool) -> 
     return (lexical | ((dt - mean) / std >= t.dense_z)[:, None]) & has
 
 
-def _select(ix, req, cand, score, eligible, strong, core, range_mask, lu, du, vecs, q_terms, content) -> list[SearchHit]:
-    """The best eligible units: a range's lines past the gate first, then the rest by score (lines
-    past the gate or in the range have gained `gate_bonus`); near-duplicates skipped."""
+def _select(ix, req, cand, score, eligible, first, core, range_mask, lu, du, vecs, q_terms, content) -> list[SearchHit]:
+    """The best eligible units: the `first` ones (a range's lines past the gate), then the rest by
+    score (lines past the gate or in the range have gained `gate_bonus`); near-duplicates skipped."""
     ri, si = np.nonzero(eligible)
     if ri.size == 0:
         return []
-    key = np.lexsort((-score[ri, si], ~(range_mask[ri, si] & strong[ri, si])))
+    key = np.lexsort((-score[ri, si], ~first[ri, si]))
     ri, si = ri[key], si[key]
     query_terms = tuple(sorted(content & set(q_terms)))  # the query's words a lexical hit shares
     dup = _Duplicates(vecs, ri, si, req.k, ix.tuning.duplicate_cosine)

@@ -31,7 +31,7 @@ from engine.search.text import content_terms, only_common_words
 from engine.stores.base import Hit, Query
 from engine.stores.diary.dates import label_range
 from engine.stores.diary.entry import DiaryEntry
-from engine.stores.diary.people import OTHER, SELF, about_someone, mentions
+from engine.stores.diary.people import OTHER, SELF, about_someone, mentions, names_participant
 from engine.stores.diary.recall import RecallDecision, decide_for, is_question, past_ranges, recall_cue
 from engine.stores.diary.render import (
     NOTE_RESERVE, STORE, RangeTurns, digest_hits, fmt_range, omitted_hit, omitted_note, raw_hits, search_hits,
@@ -229,6 +229,8 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
             request = SearchRequest(
                 text=text, vector=vector, k=SEARCH_K, side=side, exclude=frozenset(covered),
                 start=span[0] if span else None, end=span[1] if span else None, asks_memory=about_us,
+                about_participant=is_question(query.message) and names_participant(query.message, names.user,
+                                                                                    names.char),
             )
             found = source.search(request)
             reason = "hybrid search (words + meaning)" + (", the asked range first" if span else "")

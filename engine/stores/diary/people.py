@@ -78,6 +78,12 @@ def names_someone(text: str) -> bool:
     return False
 
 
+def names_participant(text: str, user: str = "", char: str = "") -> bool:
+    """Whether `text` names the user or the character by name without addressing them ("what did
+    Caroline paint?", "林舟养了什么宠物？"; not "thanks, Leo"): it is about that participant's life."""
+    return _referred(user, text) or _referred(char, text)
+
+
 # "me" as who a request is for ("tell me a joke", "给我讲个笑话") is not what the message is about.
 _FOR_ME = re.compile(r"\b(?:give|tell|show|write|help|send|let|teach|get|make|find|recommend|sing|draw) me\b"
                      r"|(?:给|帮|告诉|教|陪)我(?=[讲说写唱画推荐想找来列念教一个首])", re.IGNORECASE)
