@@ -153,15 +153,19 @@ def test_a_question_about_a_named_participant_is_answered_when_no_line_shares_it
     assert [h.text for h in unnamed.hits if h.store == "diary"] == []
 
 
-@pytest.mark.parametrize("message, named", [
-    ("What attributes describe Caroline?", True),
-    ("What might Melanie's political leaning be?", True),
-    ("Melanie, what do you think?", False),
-    ("good night, Melanie!", False),
-    ("What did Jake say?", False),
-    ("What do I like?", False),
+@pytest.mark.parametrize("message, user, char, named", [
+    ("What attributes describe Caroline?", "Caroline", "Melanie", True),
+    ("What might Melanie's political leaning be?", "Caroline", "Melanie", True),
+    ("Melanie, what do you think?", "Caroline", "Melanie", False),
+    ("good night, Melanie!", "Caroline", "Melanie", False),
+    ("What did Jake say?", "Caroline", "Melanie", False),
+    ("What do I like?", "Caroline", "Melanie", False),
+    ("林舟养了什么宠物？", "林舟", "小月", True),
+    ("小月平时喜欢做什么？", "林舟", "小月", True),
+    ("小月，晚安", "林舟", "小月", False),
+    ("你喜欢什么颜色？", "林舟", "小月", False),
 ])
-def test_names_participant(message, named):
+def test_names_participant(message, user, char, named):
     from engine.stores.diary.people import names_participant
 
-    assert names_participant(message, "Caroline", "Melanie") is named
+    assert names_participant(message, user, char) is named
