@@ -143,9 +143,10 @@ _USER_NAMES = {u["user_id"]: u["user_name"] for u in json.loads((DATA / "convers
 @pytest.mark.parametrize("question", ["What attributes describe {user}?", "What kind of person is {char}, would you say?"])
 def test_a_question_about_a_named_participant_is_answered_when_no_line_shares_its_words(companions, user, question):
     """The participant's name is in most lines (no agreement) and the other words are in none: no
-    line clears the relevance gate, and such a question used to get nothing from the diary. Named
-    in the third person, the participant's life is what it asks about; the best lines by score
-    answer it. The same words without the name stay unanswered."""
+    line clears the relevance gate, and such a question used to get nothing from the diary (the
+    user's question on every user; the character's passes by its words as well). Named in the
+    third person, the participant's life is what it asks about; the best lines by score answer it.
+    The same words without the name stay unanswered."""
     names = {"user": _USER_NAMES[user], "char": companions[user][3]}
     asked = _diary_lines(companions, user, question.format(**names))
     assert [h for h in asked.hits if h.store == "diary" and h.meta.get("kind") == "search"]

@@ -106,7 +106,8 @@ def _rank(ix: "FileTurnIndex", req: SearchRequest, q_terms: list[str], content: 
         score[:, SIDES.index(req.side)] += t.side_bonus * float(score.max())
 
     # The gate. Lines that pass it (or sit next to one) gain a bonus; when some line passes, every
-    # line may follow by score to fill the budget; when none does, the query is unrelated.
+    # line may follow by score to fill the budget; when none does, the query is unrelated unless it
+    # asks about a named participant.
     if req.only_range:
         core = has.copy()
     else:
@@ -116,7 +117,7 @@ def _rank(ix: "FileTurnIndex", req: SearchRequest, q_terms: list[str], content: 
     # A question about a named participant is about their life even when no line shares its words:
     # it opens the gate as a passing line would.
     opened = passed or req.about_participant
-    eligible = has & opened if t.gate == "query" else strong | (has & (opened and not passed))
+    eligible = has & opened if t.gate == "query" or not passed else strong
     range_mask = np.isin(cand, in_range)[:, None] & np.ones((1, 2), dtype=bool) if in_range.size else np.zeros_like(has)
     # A range comes only with a question that asks about it ("where did I travel in July"): its
     # lines are what was asked for even when none shares a word or stands out by meaning.
