@@ -361,6 +361,32 @@ def test_a_line_said_again_and_again_is_shown_once(tmp_path, embedder):
         orch.close()
 
 
+def test_a_remembered_line_quotes_the_turn_as_said_on_one_line(tmp_path, embedder):
+    """A diary line is the half's text as it was said (its spacing kept), with line breaks made
+    spaces so each half stays one line; it is charged what it costs as sent."""
+    from engine.tokens import count_tokens
+
+    copy_demo(tmp_path)
+    orch = MemoryOrchestrator.from_config("xiaoyue", config=diary_only_config(tmp_path), embedder=embedder)
+    said = "My turtle Shelly  loves lettuce.  Pebble prefers kale! "
+    listed = "Their shopping list:\nlettuce\nkale\n"
+    try:
+        orch.record_turn(said, listed, user_id="jo", at=datetime(2026, 6, 1, 9, 0, tzinfo=TZ), turn_id="t1")
+        for i in range(12):  # a window of other chat: lines in the window are not repeated by the diary
+            orch.record_turn(f"随便聊聊{i}", f"嗯嗯{i}", user_id="jo", at=datetime(2026, 7, 1, 11, i, tzinfo=TZ), turn_id=f"w{i}")
+        assert orch.flush(300)
+        result = orch.build_prompt("What do my turtles Shelly and Pebble eat?", user_id="jo",
+                                   now=datetime(2026, 7, 1, 12, tzinfo=TZ))
+        text = diary_text(result)
+        assert f"{{{{user}}}}: {said}\n" in text, text
+        assert "{{char}}: Their shopping list: lettuce kale" in text, text
+        names = orch.store("diary").names()
+        sent = text.replace("{{user}}", names.user).replace("{{char}}", names.char)
+        assert count_tokens(sent) <= result.tokens["diary"]
+    finally:
+        orch.close()
+
+
 def test_admin_reads_many_turns_at_once_in_the_order_asked(orch):
     found = orch.admin.search_diary("amy", "Obsidian 笔记软件", k=5)
     ids = [r.turn_id for r in found]

@@ -9,6 +9,7 @@ model does not claim that nothing else happened.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
@@ -96,11 +97,21 @@ def _offset(at: datetime) -> str:
     return f"{z[:3]}:{z[3:]}" if len(z) == 5 else z
 
 
+_LINE_BREAKS = re.compile(r"[\r\n\v\f\x85\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """A half as it was said, on one prompt line: line breaks inside it become spaces (a break at
+    its end is the line's own), every other character is kept. A remembered turn is quoted, not
+    retyped: "what exactly did I say" gets the words and their spacing as they were."""
+    return _LINE_BREAKS.sub(" ", text.rstrip("\r\n"))
+
+
 def shorten(text: str, max_tokens: int) -> str:
-    """One line of at most `max_tokens` (with "…" when cut); whitespace runs become one space."""
-    flat = " ".join(text.split())
-    short = truncate_tokens(flat, max_tokens)
-    return short if short == flat else short + "…"
+    """The half on one line (`one_line`), at most `max_tokens` (with "…" when cut)."""
+    line = one_line(text)
+    short = truncate_tokens(line, max_tokens)
+    return short if short == line else short + "…"
 
 
 def turn_text(entry: DiaryEntry, tz: tzinfo, *, max_tokens: int) -> str:
@@ -145,7 +156,9 @@ def search_hits(
         who = "{{user}}" if h.side == "user" else "{{char}}"
         name = (names[0] if h.side == "user" else names[1]) or who
         body = annotate(shorten(h.text, max_line_tokens), h.dates)
-        if h.tokens >= 0 and body == flat:  # counted when it was indexed (`base.line_tokens`)
+        # Counted when it was indexed (`base.line_tokens`, over single-spaced text): a line whose
+        # spacing differs is counted as sent.
+        if h.tokens >= 0 and body == flat:
             if name not in name_cost:
                 name_cost[name] = count_tokens(f"{name}:")
             cost = name_cost[name] + h.tokens
