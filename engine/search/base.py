@@ -106,7 +106,8 @@ def line_tokens(text: str) -> int:
     """Tokens of `" " + text + "\n"` with whitespace runs made single spaces: a line
     `f"{name}: {text}"` followed by a newline costs `count_tokens(f"{name}:")` plus this (the
     tokenizer never joins a word across the space after the colon; a final "." and the newline
-    are often one token). 0 for an empty half."""
+    are often one token). 0 for an empty half. A half whose own spacing differs is shown as said
+    (`render.one_line`) and counted when it is shown."""
     flat = " ".join(text.split())
     return count_tokens(f" {flat}\n") if flat else 0
 

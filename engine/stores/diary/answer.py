@@ -183,8 +183,8 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
     now = query.now.astimezone(tz)
     expressions = parse_time_ranges(query.message, now=now)
     ranges = past_ranges(query.message, expressions, now)
-    decision = decide_for(query.message, ranges, now, require_cue=config.require_recall_cue,
-                          names=(names.user, names.char))
+    names_of = (names.user, names.char)
+    decision = decide_for(query.message, ranges, now, require_cue=config.require_recall_cue, names=names_of)
     vector = message_vector(query)
     window = {" ".join(m.get("content", "").split()) for m in query.recent}
     side = side_of(query.message, names)
@@ -223,20 +223,20 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
             hits += found_in_range
             budget -= sum(h.tokens or count_tokens(h.text) for h in found_in_range)
         cued = bool(recall_cue(query.message))
-        about_us = cued or about_someone(query.message, names.user, names.char)
+        about_us = cued or about_someone(query.message, *names_of)
         small_talk = is_small_talk(query.message, text, cued=cued, about_us=about_us, asks_range=decision.use)
         if config.search and budget >= MIN_SEARCH_TOKENS and not small_talk:
+            about_participant = is_question(query.message) and names_participant(query.message, *names_of)
             request = SearchRequest(
                 text=text, vector=vector, k=SEARCH_K, side=side, exclude=frozenset(covered),
                 start=span[0] if span else None, end=span[1] if span else None, asks_memory=about_us,
-                about_participant=is_question(query.message) and names_participant(query.message, names.user,
-                                                                                    names.char),
+                about_participant=about_participant,
             )
             found = source.search(request)
             reason = "hybrid search (words + meaning)" + (", the asked range first" if span else "")
             lines = search_hits(
                 found, tz=tz, budget=budget - (NOTE_RESERVE if span else 0), max_line_tokens=config.max_turn_tokens,
-                skip_texts=window, reason=reason, names=(names.user, names.char),
+                skip_texts=window, reason=reason, names=names_of,
             )
             hits += lines
             if span:
