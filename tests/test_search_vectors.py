@@ -85,3 +85,30 @@ def test_a_rebuilt_index_never_reads_the_graph_file_of_the_one_it_replaced(tmp_p
     for row in range(12):
         rows, _ = reopened.graph.search(new_vectors[row, 2], 1)
         assert rows.tolist() == [row]
+
+
+@pytest.mark.parametrize("batches", [[1500], [500, 1000], [7] * 214 + [2]])
+def test_a_small_graph_finds_exactly_the_nearest_rows_however_they_were_added(tmp_path, batches):
+    """Up to EXACT_ROWS rows a search scans the graph's storage: the nearest rows exactly, so the
+    files backend and a Postgres worker's copy (which add rows in other batches) agree."""
+    from engine.search.vectors import EXACT_ROWS, TurnGraph
+
+    rng = np.random.default_rng(11)
+    centers = rng.standard_normal((30, 64)).astype(np.float32)
+    rows = centers[rng.integers(0, 30, sum(batches))] + 0.5 * rng.standard_normal((sum(batches), 64)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    assert len(rows) <= EXACT_ROWS
+    graph = TurnGraph(64, tmp_path / "g.faiss", m=16)
+    start = 0
+    for n in batches:
+        graph.add(rows[start : start + n])
+        start += n
+    stored = rows.astype(np.float16).astype(np.float32)  # the graph keeps fp16
+    for q in rng.standard_normal((25, 64)).astype(np.float32):
+        q /= np.linalg.norm(q)
+        found, sims = graph.search(q, 200)
+        exact = stored @ q
+        np.testing.assert_allclose(sims, exact[found], atol=1e-4)  # fp16 arithmetic
+        assert len(set(found.tolist())) == 200 and np.all(np.diff(sims) <= 1e-6)
+        cut = np.sort(exact)[::-1][199]
+        assert set(np.flatnonzero(exact > cut + 1e-4).tolist()) <= set(found.tolist())  # none of the nearest missed

@@ -40,7 +40,8 @@ GRAPH_M = 16
 """A lighter graph than the turns' (M 32): it is searched right after the embedding call has
 evicted it from the CPU caches, and fewer links are fewer cold reads (per prompt at 100,000 turns,
 20,000 terms: ~0.85 -> ~0.55 ms; ef 64 instead of 128 saved little more and lost multi-hop
-0.703 -> 0.700 on LoCoMo, whose 900-1,250-term vocabularies it does not search exactly)."""
+0.703 -> 0.700 on LoCoMo, whose 900-1,250-term vocabularies it then walked; they are scanned
+exactly now, `vectors.EXACT_ROWS`)."""
 
 
 class TermVectors:

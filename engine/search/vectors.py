@@ -6,7 +6,8 @@ The file is the store: candidates found by the graph (or by BM25, or a time rang
 exactly from it, so the graph only has to find candidates. HNSW (M=32, fp16 storage) is chosen
 for scale: at 100,000 and 1,000,000 turns one query costs well under a millisecond with one thread,
 against ~5 ms / ~50 ms for an exact scan (bench/bench_search.py measures both and the recall of
-the graph against the exact scan). Rows are added incrementally; removed rows stay in the graph and
+the graph against the exact scan); a small user's graph (`EXACT_ROWS`) is not walked but scanned.
+Rows are added incrementally; removed rows stay in the graph and
 are filtered out, until a compaction rebuilds it from the file (no re-embedding).
 
 FAISS threads: for single queries one OpenMP thread is fastest and leaves the cores to the
@@ -32,6 +33,13 @@ log = logging.getLogger(__name__)
 HNSW_M = 32
 EF_SEARCH = 128
 EF_CONSTRUCTION = 40
+EXACT_ROWS = 4096
+"""Up to this many rows a search scans the graph's own fp16 storage instead of walking the graph:
+about as cheap there (one 384-d query, one thread, `bench/bench_search.py --turns`: terms' graph
+0.036 against 0.058 ms at 1,000 rows, 0.152 against 0.114 ms at 4,000, 0.743 against 0.159 ms at
+20,000; turns' graph 0.156 against 0.176 ms at 4,000), and exact, so a small user's results do not
+depend on the order and batches in which rows were added (the files backend and a Postgres
+worker's copy add them differently: on LoCoMo conv-43 5 of 178 prompts differed before)."""
 KINDS = 3  # user half, assistant half, whole turn
 USER, ASSISTANT, TURN = 0, 1, 2
 
@@ -296,13 +304,17 @@ class TurnGraph:
         return store.rows - start
 
     def search(self, vector: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, cosines), best first; at most k."""
+        """(rows, cosines), best first; at most k (exactly the best k up to `EXACT_ROWS` rows)."""
         import faiss
 
         if self.size == 0 or k <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        params = faiss.SearchParametersHNSW(efSearch=max(EF_SEARCH, k))
-        sims, ids = self.index.search(np.asarray(vector, dtype=np.float32).reshape(1, -1), min(k, self.size), params=params)
+        query = np.asarray(vector, dtype=np.float32).reshape(1, -1)
+        if self.size <= EXACT_ROWS:
+            sims, ids = faiss.downcast_index(self.index.storage).search(query, min(k, self.size))
+        else:
+            params = faiss.SearchParametersHNSW(efSearch=max(EF_SEARCH, k))
+            sims, ids = self.index.search(query, min(k, self.size), params=params)
         keep = ids[0] >= 0
         return ids[0][keep].astype(np.int64), sims[0][keep]
 
