@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 
-from harness import ROOT, options, report
+from harness import ROOT, options, percentiles, report
 
 MESSAGE = "我想坐缆车去上城看看"
 PROMPT_BATCH = [f"{MESSAGE}\n上一轮：今天天气怎么样，我们去哪里玩比较好呢？", MESSAGE]
@@ -73,10 +73,9 @@ def main() -> None:
     for setting, label in (("default", "libgomp's own spin"), ("kioku", "configure_threads()")):
         alone = timed_calls(setting, args.repeat, competitor=False)
         busy = timed_calls(setting, args.repeat, competitor=True)
-        base = sorted(alone)[len(alone) // 2]
+        medians[setting] = (percentiles(alone)[0], percentiles(busy)[0])
         report(f"{label}: alone", alone)
-        report(f"{label}: while another process embeds", busy, baseline_ms=base)
-        medians[setting] = (base, sorted(busy)[len(busy) // 2])
+        report(f"{label}: while another process embeds", busy, baseline_ms=medians[setting][0])
     (a0, b0), (a1, b1) = medians["default"], medians["kioku"]
     print(f"configure_threads() against libgomp's own spin: alone {a1 / a0:.2f}x, beside another embedding process "
           f"{b1 / b0:.2f}x")

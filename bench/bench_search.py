@@ -24,12 +24,12 @@ import time
 from pathlib import Path
 
 import numpy as np
-from harness import report, timed
+from harness import percentiles, report, timed
 
 from engine.search.base import SearchRequest, TurnDoc
 from engine.search.files import FileTurnIndex
 from engine.search.expand import GRAPH_M as TERM_GRAPH_M
-from engine.search.vectors import EF_SEARCH, HNSW_M, TURN, TurnGraph
+from engine.search.vectors import HNSW_M, TURN, TurnGraph
 
 WORDS = ("火锅 缆车 海报 小白 码头 陈伯 雨伞 茶馆 灯会 面条 加班 同事 画画 跑步 电影 朋友 猫 书 咖啡 周末 "
          "river running movie friends coffee hiking painting book concert museum garden kitten pottery").split()
@@ -122,28 +122,20 @@ def main() -> None:
 
 
 def walk_or_scan(sizes: list[int], repeat: int, dim: int) -> None:
-    """A graph's walk against a scan of its storage, at the sizes a small user has."""
-    import faiss
-
+    """A graph's walk against a scan of its storage (`TurnGraph.walk`, `.scan`), at a small user's sizes."""
     print("\ngraph walk against a scan of its fp16 storage (one query, one thread)")
     for label, m, k in (("turns", HNSW_M, 120), ("terms", TERM_GRAPH_M, 36)):
         for n in sizes:
             syn = SyntheticEmbedder("synthetic", dim, seed=n)
-            rows = syn.embed([""] * n)
             with tempfile.TemporaryDirectory(prefix="kioku-graph-") as tmp:
                 graph = TurnGraph(dim, Path(tmp) / "g.faiss", m=m)
-                graph.add(rows)
-                storage = faiss.downcast_index(graph.index.storage)
-                params = faiss.SearchParametersHNSW(efSearch=max(EF_SEARCH, k))
+                graph.add(syn.embed([""] * n))
                 queries = syn.embed([""] * 20)
-                walk = timed(lambda: graph.index.search(queries[:1], k, params=params), repeat)
-                scan = timed(lambda: storage.search(queries[:1], k), repeat)
-                found = sum(len(set(graph.index.search(q[None], 20, params=params)[1][0].tolist())
-                                & set(storage.search(q[None], 20)[1][0].tolist())) for q in queries)
-            w, s_ = sorted(walk)[len(walk) // 2], sorted(scan)[len(scan) // 2]
-            print(f"  {label} graph, {n:>6,} rows: walk p50 {w:.3f} ms, scan p50 {s_:.3f} ms ({s_ / w:.2f}x), "
+                walk, _ = percentiles(timed(lambda: graph.walk(queries[0], k), repeat))
+                scan, _ = percentiles(timed(lambda: graph.scan(queries[0], k), repeat))
+                found = sum(len(set(graph.walk(q, 20)[0].tolist()) & set(graph.scan(q, 20)[0].tolist())) for q in queries)
+            print(f"  {label} graph, {n:>6,} rows: walk p50 {walk:.3f} ms, scan p50 {scan:.3f} ms ({scan / walk:.2f}x), "
                   f"walk recall@20 of the scan {found / (20 * len(queries)):.3f}")
-
 
 if __name__ == "__main__":
     main()

@@ -305,19 +305,20 @@ class TurnGraph:
 
     def search(self, vector: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(rows, cosines), best first; at most k (exactly the best k up to `EXACT_ROWS` rows)."""
+        return self.scan(vector, k) if self.size <= EXACT_ROWS else self.walk(vector, k)
+
+    def walk(self, vector: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """`search` by walking the graph (approximate), whatever its size."""
         import faiss
 
-        if self.size == 0 or k <= 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        query = np.asarray(vector, dtype=np.float32).reshape(1, -1)
-        index = self.index  # held here: the storage belongs to it and is freed with it
-        if index.ntotal <= EXACT_ROWS:
-            sims, ids = faiss.downcast_index(index.storage).search(query, min(k, index.ntotal))
-        else:
-            params = faiss.SearchParametersHNSW(efSearch=max(EF_SEARCH, k))
-            sims, ids = index.search(query, min(k, index.ntotal), params=params)
-        keep = ids[0] >= 0
-        return ids[0][keep].astype(np.int64), sims[0][keep]
+        return _best(self.index, vector, k, faiss.SearchParametersHNSW(efSearch=max(EF_SEARCH, k)))
+
+    def scan(self, vector: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """`search` by scanning every row of the graph's fp16 storage (exact), whatever its size."""
+        import faiss
+
+        index = self.index  # held for the call: its storage is freed with it
+        return _best(faiss.downcast_index(index.storage), vector, k, None)
 
     def save(self, *, force: bool = False) -> None:
         """Write the graph if rows were added: at once with `force`, else after a tenth more rows
@@ -343,3 +344,12 @@ class TurnGraph:
             return False
         self.index = index
         return True
+
+
+def _best(index, vector: np.ndarray, k: int, params) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cosines) of one FAISS search of `vector`, best first; at most k."""
+    if index.ntotal == 0 or k <= 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    sims, ids = index.search(np.asarray(vector, dtype=np.float32).reshape(1, -1), min(k, index.ntotal), params=params)
+    keep = ids[0] >= 0
+    return ids[0][keep].astype(np.int64), sims[0][keep]
