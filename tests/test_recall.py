@@ -591,6 +591,53 @@ def test_near_duplicates_are_skipped_past_the_first_units_compared_at_once(tmp_p
     assert len(texts) == len(set(texts)) == min(k, 5), texts
 
 
+SAID = datetime(2026, 5, 7, 9, 30, tzinfo=TZ)  # a Thursday morning
+
+
+@pytest.mark.parametrize(
+    "text, phrase, label",
+    [
+        # A night runs past midnight; it is dated by its evening, as people date it.
+        ("昨晚看了《星际穿越》，太震撼了", "昨晚", "2026-05-06"),
+        ("昨天夜里下了好大的雨", "昨天夜里", "2026-05-06"),
+        ("前天晚上和朋友去唱歌了", "前天晚上", "2026-05-05"),
+        ("I watched Interstellar last night!", "last night", "2026-05-06"),
+        ("the night before last I couldn't sleep", "the night before last", "2026-05-05"),
+        ("On Saturday night we went dancing", "On Saturday night", "2026-05-02"),
+        ("two nights ago the power went out", "two nights ago", "2026-05-05"),
+        # A clock in it is still to the hour.
+        ("last night at 11 I finally slept", "last night at 11", "2026-05-06 23:00"),
+        ("昨天晚上十点才下班", "昨天晚上十点", "2026-05-06 22:00"),
+        # Tonight is the turn's own day, which every line shows already.
+        ("今晚想吃火锅", None, None),
+        ("what are you doing tonight?", None, None),
+        # A rolling span that crosses midnight is no night.
+        ("I slept badly in the past 12 hours", None, None),
+    ],
+)
+def test_relative_dates_are_stored_as_the_days_they_meant(text, phrase, label):
+    from engine.stores.diary.dates import resolve_dates
+
+    found = dict(resolve_dates([text], SAID, TZ))
+    assert found == ({phrase: label} if phrase else {}), found
+
+
+def test_a_night_told_of_the_next_morning_answers_a_question_about_that_day(tmp_path, embedder):
+    """"昨晚看了《星际穿越》" said on May 7 is about May 6: a question about May 6 finds it
+    though it was said the day after and shares no word with the question."""
+    config = diary_only_config(tmp_path)
+    copy_demo(tmp_path)
+    with MemoryOrchestrator.from_config("xiaoyue", config=config, embedder=embedder) as orch:
+        orch.record_turn("昨晚看了《星际穿越》，太震撼了", "诺兰的片子总是这样！", user_id="kim", at=SAID, turn_id="n1")
+        orch.record_turn("早饭吃了包子", "包子不错", user_id="kim", at=SAID + timedelta(minutes=5), turn_id="n2")
+        for i in range(12):
+            orch.record_turn(f"随便聊聊{i}", f"嗯嗯{i}", user_id="kim", at=NOW - timedelta(minutes=30 - i), turn_id=f"w{i}")
+        assert orch.flush(300) and not orch.background_errors
+        for question in ("5月6号晚上我干什么了？", "What did I do on the evening of May 6th?"):
+            text = diary_text(orch.build_prompt(question, user_id="kim", now=NOW))
+            assert "昨晚看了《星际穿越》，太震撼了 [昨晚 (2026-05-06)]" in text, (question, text)
+
+
 @pytest.mark.parametrize(
     "start, end",
     [

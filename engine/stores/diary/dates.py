@@ -67,7 +67,18 @@ def describe_range(start: datetime, end: datetime) -> str:
         if (end - start) >= timedelta(hours=3):
             return f"{start:%Y-%m-%d}"
         return f"{start:%Y-%m-%d %H:%M}"
+    if _is_night(start, end):
+        # "last night", 昨晚, "Saturday night" run past midnight; people date a night by its evening.
+        return f"{start:%Y-%m-%d}"
     return ""  # a rolling span ("lately", "the past 3 days" to the minute) says little for its tokens
+
+
+def _is_night(start: datetime, end: datetime) -> bool:
+    """An evening-to-morning span on whole hours (the parser's nights end at 05:00); a rolling span
+    ("the past 12 hours") starts on the minute it was said."""
+    whole_hours = all(t.minute == t.second == t.microsecond == 0 for t in (start, end))
+    return (whole_hours and start.hour >= 17 and end.hour <= 6
+            and end.date() - start.date() == timedelta(days=1))
 
 
 _LABEL = re.compile(r"(\d{4})(?:-(\d{2})(?:-(\d{2})(?:–(\d{4})-(\d{2})-(\d{2})| (\d{2}):(\d{2}))?)?)?")
