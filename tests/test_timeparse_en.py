@@ -36,6 +36,11 @@ CASES = [
     C(WED, "Yesterday was fun", [("Yesterday", day(2026, 3, 17))], id="capital-Yesterday"),
     C(WED, "tonight", [("tonight", hours(2026, 3, 18, 18, 29))], id="tonight"),
     C(WED, "last night", [("last night", hours(2026, 3, 17, 18, 29))], id="last-night"),
+    C(WED, "last evening", [("last evening", hours(2026, 3, 17, 18, 24))], id="last-evening"),
+    C(WED, "we talked last evening at 8", [("last evening at 8", hours(2026, 3, 17, 20, 21))], id="last-evening-at-8"),
+    # "the last night / evening" of something is that one, not yesterday's
+    C(WED, "That was the last night I saw him", [], id="the-last-night"),
+    C(WED, "on the last evening of the festival", [], id="the-last-evening"),
     C(WED, "this morning", [("this morning", hours(2026, 3, 18, 5, 12))], id="this-morning"),
     C(WED, "this afternoon", [("this afternoon", hours(2026, 3, 18, 12, 18))], id="this-afternoon"),
     C(WED, "this evening", [("this evening", hours(2026, 3, 18, 18, 24))], id="this-evening"),

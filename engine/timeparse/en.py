@@ -49,7 +49,7 @@ _RX = {
     "dayword": re.compile(
         r"\b(?:(?P<dby>(?:the\s+)?day\s+before\s+yesterday)|(?P<dat>(?:the\s+)?day\s+after\s+tomorrow)"
         r"|(?P<yd>yesterday|y['’]?day|yest)|(?P<td>today|earlier today)|(?P<tm>tomorrow)|(?P<tn>tonight|tonite)"
-        r"|(?P<ln>last\s+(?:night|nite))|(?:this|earlier\s+this)\s+(?P<tp>morning|afternoon|evening))\b", _I),
+        r"|(?<!the )(?:(?P<ln>last\s+(?:night|nite))|(?P<le>last\s+evening))|(?:this|earlier\s+this)\s+(?P<tp>morning|afternoon|evening))\b", _I),
     "day_before": re.compile(r"\bthe\s+day\s+before\b(?!\s+yesterday)", _I),
     "week": re.compile(
         r"\b(?:(?P<two_back>the\s+week\s+before\s+last)|(?P<two_fwd>the\s+week\s+after\s+next)"
@@ -195,7 +195,7 @@ def _later(m: re.Match[str], c: Ctx, out: Atoms) -> None:
 
 # dayword group -> (days from today, part of day)
 _DAYWORDS = {"dby": (-2, None), "dat": (2, None), "yd": (-1, None), "td": (0, None), "tm": (1, None),
-             "tn": (0, "night"), "ln": (-1, "night")}
+             "tn": (0, "night"), "ln": (-1, "night"), "le": (-1, "evening")}
 
 
 def _dayword(m: re.Match[str], c: Ctx, out: Atoms) -> None:
