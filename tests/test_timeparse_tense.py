@@ -1,4 +1,4 @@
-"""Write-time resolution of yearless dates in statements: a sentence about the future means the
+"""Write-time resolution of yearless dates and bare weekdays in statements: a sentence about the future means the
 coming occurrence, one about the past (or a question-like mention) the most recent one, even when
 the coming one is within the parser's week of look-ahead."""
 
@@ -42,6 +42,18 @@ CASES = [
     ("On Thanksgiving we ate way too much turkey", "On Thanksgiving", "2025-11-27"),
     ("感恩节那天我们吃了火鸡", "感恩节", "2025-11-27"),
     ("11月22号我去了医院", "11月22号", "2025-11-22"),
+    # a bare weekday or weekend (NOV_20 is a Friday evening): the coming one when the sentence
+    # speaks of the future, the last one otherwise; one that names its week never moves
+    ("周三要考试", "周三", "2026-11-25"),
+    ("不过周一还要跟客户汇报", "周一", "2026-11-23"),  # 不过 (but) is no past
+    ("星期一见", "星期一", "2026-11-23"),
+    ("see you Saturday night", "Saturday night", "2026-11-21"),
+    ("we'll go hiking over the weekend", "over the weekend", "2026-11-21–2026-11-22"),
+    ("周末打算去爬山", "周末", "2026-11-21–2026-11-22"),
+    ("周三我们去看了电影", "周三", "2026-11-18"),
+    ("周四晚上我们一起吃了饭", "周四晚上", "2026-11-19"),
+    ("we went hiking over the weekend", "over the weekend", "2026-11-14–2026-11-15"),
+    ("上周末本来要去爬山", "上周末", "2026-11-14–2026-11-15"),
 ]
 
 

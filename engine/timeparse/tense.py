@@ -7,7 +7,8 @@ sentence can point forward instead ("see you on Christmas", "元宵节一起看�
 the future and not of the past, the first occurrence after the moment it was said. A sentence about
 the past ("感恩节那天我们吃了火鸡", "what did I say on Thanksgiving?") never means the one still to
 come that the week's look-ahead chose: it means the one before. Only yearless dates, festivals and
-seasons ("any plans for the summer?") move; "yesterday", "next Friday" and "2024年春节" already say
+seasons ("any plans for the summer?") move, and at write time a bare weekday or weekend
+("周五还要汇报", "see you Friday night"); "yesterday", "next Friday" and "2024年春节" already say
 which one they mean. Diary notes (write time) resolve through `resolve_statement` (both moves),
 time questions (`engine.stores.diary.recall`) through `resolve_past` (the move back only).
 """
@@ -23,7 +24,12 @@ _MOVABLE_KINDS = frozenset({"date", "festival", "season"})
 _BACK_KINDS = _MOVABLE_KINDS | {"weekday"}
 """Moved back too: a bare weekday the parser placed later today ("what did we talk about on Sunday
 night", asked on a Sunday afternoon, is last Sunday's night)."""
+_FORWARD_KINDS = _MOVABLE_KINDS | {"weekday", "weekend"}
+"""Moved forward in a statement: a bare weekday or weekend the parser read as the last one
+("周五还要汇报", "see you Friday night", "we'll go hiking over the weekend")."""
 _HAS_YEAR = re.compile(r"\d{4}|\d{2}年|[去今明前后]年|年[前后]|\b(?:last|this|next)\s+year\b|\byears?\b", re.I)
+_HAS_WEEK = re.compile(r"[上下这本今前][个一]?(?:周|星期|礼拜)|\b(?:last|this|next|coming|past|previous)\b", re.I)
+"""A weekday or weekend that says which week it is in (上周五, 这个周末, "next Friday")."""
 _SENTENCE = re.compile(r"[^。！？!?.\n；;]+[。！？!?.\n；;]*")
 
 _FUTURE = re.compile(
@@ -32,9 +38,10 @@ _FUTURE = re.compile(
     r"\blooking forward\b|\buntil\b|\btill\b|\bupcoming\b|\bcoming up\b|\blet'?s\b",
     re.I,
 )
-# 了 marks the past except in set phrases that settle or agree ("说定了", "好了", "对了", "算了").
+# 了 marks the past except in set phrases that settle or agree ("说定了", "好了", "对了", "算了"); 过
+# after a verb (去过), not in 不过 (but) or 过生日 / 过节 (celebrate).
 _PAST = re.compile(
-    r"(?<![定好对行算])了|过|去年|上次|那天|那时|当时|"
+    r"(?<![定好对行算])了|(?<=[吃去做玩看说聊买见到听写读问讲])过|去年|上次|那天|那时|当时|"
     r"\bwas\b|\bwere\b|\bdid\b|\bhad\b|\bwent\b|\blast\b|\bago\b|\bspent\b|\bused to\b|\bremember\b",
     re.I,
 )
@@ -73,11 +80,14 @@ def speaks_of_past(text: str, span: tuple[int, int]) -> bool:
 
 def resolve_statement(text: str, expr: TimeExpression, *, now: datetime) -> tuple[datetime, datetime]:
     """The range `expr` (found in `text`, said at `now`) as the sentence around it means it."""
-    if expr.kind not in _MOVABLE_KINDS or _HAS_YEAR.search(expr.text):
+    kind = expr.kind.split("+")[0]
+    if (kind not in _FORWARD_KINDS or _HAS_YEAR.search(expr.text)
+            or (kind not in _MOVABLE_KINDS and _HAS_WEEK.search(expr.text))):
         return expr.start, expr.end
     if expr.start > now:
         return resolve_past(text, expr, now=now)
-    if not speaks_of_future(text, expr.span):
+    # One still going on when said ("元宵节一起看灯吧" on 元宵节, "周五见" on a Friday) is that one.
+    if expr.end > now or not speaks_of_future(text, expr.span):
         return expr.start, expr.end
     return _stepped(expr, now, weeks=1)
 
