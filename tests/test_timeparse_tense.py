@@ -66,3 +66,10 @@ def test_statement_dates(text, phrase, resolved):
 def test_future_cue_in_another_sentence_does_not_move_a_past_date():
     found = dict(resolve_dates(["我3月3号去了北京。明天见！"], NOV_20, TZ))
     assert found["3月3号"] == "2026-03-03"
+
+
+@pytest.mark.parametrize("text", ["元宵节一起看灯吧", "周六见", "see you Saturday night"])
+def test_a_day_still_going_on_when_said_is_that_day(text):
+    """Said on the day itself (元宵节 2027 and a Saturday: 2027-02-20 is both), the day meant is
+    today, which every line shows already: no note, not next year's or next week's."""
+    assert dict(resolve_dates([text], datetime(2027, 2, 20, 10, 0, tzinfo=TZ), TZ)) == {}
