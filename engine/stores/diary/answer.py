@@ -206,9 +206,11 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
             cands, parts, span = _range_candidates(source, tz, ranges, decision, vector)
             if len(cands) and _has_content(text, decision.cue):
                 # A question about content with a time range ("what book did I mention last
-                # week"): the whole range when it fits in half the budget, else the search with
-                # the range's matching lines first.
-                trial = range_hits(source, how, cands, parts, budget=budget // 2)
+                # week"): the whole range when it fits in three quarters of the budget, else the
+                # search with the range's matching lines first. The line that answers often shares
+                # no word with the question ("9月30号我为什么犹豫…" -> "奶奶住院了"); the quarter
+                # left lets the search find the turn when the asked date is misremembered.
+                trial = range_hits(source, how, cands, parts, budget=budget - budget // 4)
                 if any(h.meta.get("kind") in ("omitted", "digest") for h in trial):
                     in_range_total = len(cands)
                     trial = [h for h in trial if h.meta.get("kind") == "broken"]
