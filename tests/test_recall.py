@@ -638,6 +638,40 @@ def test_a_night_told_of_the_next_morning_answers_a_question_about_that_day(tmp_
             assert "昨晚看了《星际穿越》，太震撼了 [昨晚 (2026-05-06)]" in text, (question, text)
 
 
+def test_a_content_question_about_a_day_that_fits_gets_the_whole_day(tmp_path, embedder):
+    """"5月5号我为什么犹豫要不要取消旅行？": the reason (奶奶住院了) shares no word with the question,
+    and other days match the question better. The asked day (more than half the diary's budget, less
+    than three quarters) is shown whole; with half, only the few of its lines the search ranked among
+    every day's best were shown."""
+    from demo_data import errands
+
+    copy_demo(tmp_path)
+    day = datetime(2026, 5, 5, 20, 0, tzinfo=TZ)
+    turns = [("今天下午奶奶因为血压太高住院了，邻居发现了送去的医院。", "啊，现在情况怎么样？")]
+    turns += [(line, f"嗯嗯，辛苦了（{i}）") for i, line in enumerate(errands(20))]
+    turns += [("我在犹豫要不要取消后天的旅行，回老家陪她。", "你妈妈怎么说？")]
+    # Other days talk of trips and of cancelling things: the search has better-matching lines
+    # than the reason.
+    places = ["大理", "厦门", "青岛", "成都", "西安", "桂林", "杭州", "三亚", "丽江", "拉萨"]
+    plans = ["健身课", "牙医预约", "聚餐", "面试", "读书会", "瑜伽课", "音乐会", "相亲", "家长会", "体检"]
+    others = [(f"去{p}旅行要不要带{t}？", f"{p}这个季节带{t}比较好。") for p in places for t in ("伞", "外套", "相机")]
+    others += [(f"我犹豫要不要取消{p}，{w}。", f"取消{p}也没关系，下次再约。") for p in plans for w in ("好纠结", "想了一晚上")]
+    with MemoryOrchestrator.from_config("xiaoyue", config=diary_only_config(tmp_path), embedder=embedder) as orch:
+        for i, (user, reply) in enumerate(others):
+            at = day - timedelta(days=1 + i % 3, minutes=i)
+            orch.record_turn(user, reply, user_id="kim", at=at, turn_id=f"o{i}")
+        for i, (user, reply) in enumerate(turns):
+            orch.record_turn(user, reply, user_id="kim", at=day + timedelta(minutes=i), turn_id=f"d{i}")
+        for i in range(12):
+            orch.record_turn(f"随便聊聊{i}", f"嗯嗯{i}", user_id="kim", at=NOW - timedelta(minutes=30 - i), turn_id=f"w{i}")
+        assert orch.flush(300) and not orch.background_errors
+        result = orch.build_prompt("5月5号我为什么犹豫要不要取消旅行？", user_id="kim", now=NOW)
+        text = diary_text(result)
+        assert all(user in text for user, _ in turns), text
+        day_tokens = sum(h.tokens for h in result.hits if h.store == "diary" and h.meta.get("kind") == "turn")
+        assert orch.store("diary").budget_tokens // 2 < day_tokens, day_tokens
+
+
 @pytest.mark.parametrize(
     "start, end",
     [
