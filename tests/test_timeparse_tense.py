@@ -50,6 +50,12 @@ CASES = [
     ("see you Saturday night", "Saturday night", "2026-11-21"),
     ("we'll go hiking over the weekend", "over the weekend", "2026-11-21–2026-11-22"),
     ("周末打算去爬山", "周末", "2026-11-21–2026-11-22"),
+    # Chinese tells a plan without 要 or 会 as often as with them, and a past day with 了, 过 or 那天
+    ("那我周末去挑丝巾", "周末", "2026-11-21–2026-11-22"),
+    ("我现在最紧张的是周三的汇报", "周三", "2026-11-25"),
+    ("不客气，周一等你的好消息", "周一", "2026-11-23"),
+    ("周末去爬山了", "周末", "2026-11-14–2026-11-15"),
+    ("周三那天下雨", "周三", "2026-11-18"),
     ("周三我们去看了电影", "周三", "2026-11-18"),
     ("周四晚上我们一起吃了饭", "周四晚上", "2026-11-19"),
     ("we went hiking over the weekend", "over the weekend", "2026-11-14–2026-11-15"),

@@ -30,6 +30,7 @@ _FORWARD_KINDS = _MOVABLE_KINDS | {"weekday", "weekend"}
 _HAS_YEAR = re.compile(r"\d{4}|\d{2}年|[去今明前后]年|年[前后]|\b(?:last|this|next)\s+year\b|\byears?\b", re.I)
 _HAS_WEEK = re.compile(r"[上下这本今前][个一]?(?:周|星期|礼拜)|\b(?:last|this|next|coming|past|previous)\b", re.I)
 """A weekday or weekend that says which week it is in (上周五, 这个周末, "next Friday")."""
+_HAN = re.compile(r"[\u4e00-\u9fff]")
 _SENTENCE = re.compile(r"[^。！？!?.\n；;]+[。！？!?.\n；;]*")
 
 _FUTURE = re.compile(
@@ -87,9 +88,18 @@ def resolve_statement(text: str, expr: TimeExpression, *, now: datetime) -> tupl
     if expr.start > now:
         return resolve_past(text, expr, now=now)
     # One still going on when said ("元宵节一起看灯吧" on 元宵节, "周五见" on a Friday) is that one.
-    if expr.end > now or not speaks_of_future(text, expr.span):
+    if expr.end > now:
         return expr.start, expr.end
-    return _stepped(expr, now, weeks=1)
+    if speaks_of_future(text, expr.span) or (kind not in _MOVABLE_KINDS and _plain_chinese_plan(text, expr)):
+        return _stepped(expr, now, weeks=1)
+    return expr.start, expr.end
+
+
+def _plain_chinese_plan(text: str, expr: TimeExpression) -> bool:
+    """A Chinese weekday or weekend in a sentence with no past marker: a plan told without 要 or 会
+    ("那我周末去挑丝巾", "我想周末请他吃顿饭", "最紧张的是周五的汇报"); Chinese tells a past day with 了,
+    过 or 那天 ("周末去爬山了")."""
+    return bool(_HAN.search(expr.text)) and not _PAST.search(_sentence(text, expr.span))
 
 
 def resolve_past(text: str, expr: TimeExpression, *, now: datetime) -> tuple[datetime, datetime]:
