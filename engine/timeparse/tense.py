@@ -31,10 +31,12 @@ _HAS_YEAR = re.compile(r"\d{4}|\d{2}年|[去今明前后]年|年[前后]|\b(?:la
 _HAS_WEEK = re.compile(r"[上下这本今前][个一]?(?:周|星期|礼拜)|\b(?:last|this|next|coming|past|previous)\b", re.I)
 """A weekday or weekend that says which week it is in (上周五, 这个周末, "next Friday")."""
 _HAN = re.compile(r"[\u4e00-\u9fff]")
+_ASKS = re.compile(r"[？?]|吗|怎么样|如何|什么|哪|谁|几[点个天号]")
 _SENTENCE = re.compile(r"[^。！？!?.\n；;]+[。！？!?.\n；;]*")
 
+# 会 is "will", not a meeting or a party (会议, 开会, 聚会, 机会).
 _FUTURE = re.compile(
-    r"见[面吧啦]?|要|会|打算|准备|计划|将|想去|到时|一起.{0,12}吧|等到|期待|盼着|"
+    r"见[面吧啦]?|要|(?<![开机聚约晚舞宴社体领误])会(?![议员场所])|打算|准备|计划|将|想去|到时|一起.{0,12}吧|等到|期待|盼着|"
     r"\bwill\b|'ll\b|\bgoing to\b|\bgonna\b|\bplan(?:ning|s)? (?:to|for)\b|\bsee you\b|\bcan'?t wait\b|"
     r"\blooking forward\b|\buntil\b|\btill\b|\bupcoming\b|\bcoming up\b|\blet'?s\b",
     re.I,
@@ -98,8 +100,9 @@ def resolve_statement(text: str, expr: TimeExpression, *, now: datetime) -> tupl
 def _plain_chinese_plan(text: str, expr: TimeExpression) -> bool:
     """A Chinese weekday or weekend in a sentence with no past marker: a plan told without 要 or 会
     ("那我周末去挑丝巾", "我想周末请他吃顿饭", "最紧张的是周五的汇报"); Chinese tells a past day with 了,
-    过 or 那天 ("周末去爬山了")."""
-    return bool(_HAN.search(expr.text)) and not _PAST.search(_sentence(text, expr.span))
+    过 or 那天 ("周末去爬山了"). Not in a question: "周一的会议怎么样？" asks about the last one."""
+    sentence = _sentence(text, expr.span)
+    return bool(_HAN.search(expr.text)) and not _PAST.search(sentence) and not _ASKS.search(sentence)
 
 
 def resolve_past(text: str, expr: TimeExpression, *, now: datetime) -> tuple[datetime, datetime]:
