@@ -16,6 +16,7 @@ time questions (`engine.stores.diary.recall`) through `resolve_past` (the move b
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from . import TimeExpression, parse_time_ranges
@@ -24,14 +25,14 @@ _MOVABLE_KINDS = frozenset({"date", "festival", "season"})
 _BACK_KINDS = _MOVABLE_KINDS | {"weekday"}
 """Moved back too: a bare weekday the parser placed later today ("what did we talk about on Sunday
 night", asked on a Sunday afternoon, is last Sunday's night)."""
-_FORWARD_KINDS = _MOVABLE_KINDS | {"weekday", "weekend"}
-"""Moved forward in a statement: a bare weekday or weekend the parser read as the last one
+_WEEK_KINDS = frozenset({"weekday", "weekend"})
+"""Moved forward in a statement too: a bare weekday or weekend the parser read as the last one
 ("周五还要汇报", "see you Friday night", "we'll go hiking over the weekend")."""
 _HAS_YEAR = re.compile(r"\d{4}|\d{2}年|[去今明前后]年|年[前后]|\b(?:last|this|next)\s+year\b|\byears?\b", re.I)
-_HAS_WEEK = re.compile(r"[上下这本今前][个一]?(?:周|星期|礼拜)|\b(?:last|this|next|coming|past|previous)\b", re.I)
+_HAS_WEEK = re.compile(
+    r"[上下这本今前][个一]?(?:周|星期|礼拜)|\b(?:last|this|next|coming|past|previous)\b", re.I)
 """A weekday or weekend that says which week it is in (上周五, 这个周末, "next Friday")."""
 _HAN = re.compile(r"[\u4e00-\u9fff]")
-_ASKS = re.compile(r"[？?]|吗|怎么样|如何|什么|哪|谁|几[点个天号]")
 _SENTENCE = re.compile(r"[^。！？!?.\n；;]+[。！？!?.\n；;]*")
 
 # 会 is "will", not a meeting or a party (会议, 开会, 聚会, 机会).
@@ -81,28 +82,32 @@ def speaks_of_past(text: str, span: tuple[int, int]) -> bool:
     return bool(_DONE.search(sentence)) and not _FUTURE.search(sentence)
 
 
-def resolve_statement(text: str, expr: TimeExpression, *, now: datetime) -> tuple[datetime, datetime]:
-    """The range `expr` (found in `text`, said at `now`) as the sentence around it means it."""
+def resolve_statement(
+    text: str, expr: TimeExpression, *, now: datetime, is_question: Callable[[str], bool]
+) -> tuple[datetime, datetime]:
+    """The range `expr` (found in `text`, said at `now`) as the sentence around it means it.
+    `is_question` tells a question from a statement (the diary's `recall.is_question`)."""
     kind = expr.kind.split("+")[0]
-    if (kind not in _FORWARD_KINDS or _HAS_YEAR.search(expr.text)
-            or (kind not in _MOVABLE_KINDS and _HAS_WEEK.search(expr.text))):
+    week = kind in _WEEK_KINDS
+    if (not (week or kind in _MOVABLE_KINDS) or _HAS_YEAR.search(expr.text)
+            or (week and _HAS_WEEK.search(expr.text))):
         return expr.start, expr.end
     if expr.start > now:
         return resolve_past(text, expr, now=now)
     # One still going on when said ("元宵节一起看灯吧" on 元宵节, "周五见" on a Friday) is that one.
     if expr.end > now:
         return expr.start, expr.end
-    if speaks_of_future(text, expr.span) or (kind not in _MOVABLE_KINDS and _plain_chinese_plan(text, expr)):
+    sentence = _sentence(text, expr.span)
+    if speaks_of_future(text, expr.span) or (week and _plain_chinese_plan(sentence, expr, is_question)):
         return _stepped(expr, now, weeks=1)
     return expr.start, expr.end
 
 
-def _plain_chinese_plan(text: str, expr: TimeExpression) -> bool:
+def _plain_chinese_plan(sentence: str, expr: TimeExpression, is_question: Callable[[str], bool]) -> bool:
     """A Chinese weekday or weekend in a sentence with no past marker: a plan told without 要 or 会
     ("那我周末去挑丝巾", "我想周末请他吃顿饭", "最紧张的是周五的汇报"); Chinese tells a past day with 了,
     过 or 那天 ("周末去爬山了"). Not in a question: "周一的会议怎么样？" asks about the last one."""
-    sentence = _sentence(text, expr.span)
-    return bool(_HAN.search(expr.text)) and not _PAST.search(sentence) and not _ASKS.search(sentence)
+    return bool(_HAN.search(expr.text)) and not _PAST.search(sentence) and not is_question(sentence)
 
 
 def resolve_past(text: str, expr: TimeExpression, *, now: datetime) -> tuple[datetime, datetime]:

@@ -26,6 +26,7 @@ MAX_DATES = 6
 def resolve_dates(texts: list[str], at: datetime, tz: tzinfo) -> tuple[tuple[str, str], ...]:
     """(expression, resolution) for the relative time expressions in `texts`, said at `at`."""
     from engine.timeparse import parse_time_ranges
+    from engine.stores.diary.recall import is_question
     from engine.timeparse.tense import resolve_statement
 
     now = at.astimezone(tz)
@@ -40,7 +41,7 @@ def resolve_dates(texts: list[str], at: datetime, tz: tzinfo) -> tuple[tuple[str
             log.warning("diary: time expressions in a turn could not be resolved (%s)", exc)
             continue
         for expr in found:
-            start, end = resolve_statement(text, expr, now=now)
+            start, end = resolve_statement(text, expr, now=now, is_question=is_question)
             label = describe_range(start.astimezone(tz), end.astimezone(tz))
             phrase = expr.text.strip()
             # "today" needs no note: every shown line carries its own day.
