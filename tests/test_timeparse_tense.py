@@ -1,6 +1,7 @@
-"""Write-time resolution of yearless dates and bare weekdays in statements: a sentence about the future means the
-coming occurrence, one about the past (or a question-like mention) the most recent one, even when
-the coming one is within the parser's week of look-ahead."""
+"""Write-time resolution of yearless dates, bare weekdays and bare days of the month in statements: a sentence
+about the future means the coming occurrence, one about the past (or a question-like mention) the most recent
+one, even when the coming one is within the parser's week of look-ahead; a date with no tense cue the nearest
+one; a bare day after a date that named its month that month's."""
 
 from __future__ import annotations
 
@@ -62,6 +63,23 @@ CASES = [
     ("周四晚上我们一起吃了饭", "周四晚上", "2026-11-19"),
     ("we went hiking over the weekend", "over the weekend", "2026-11-14–2026-11-15"),
     ("上周末本来要去爬山", "上周末", "2026-11-14–2026-11-15"),
+    # a yearless date or bare day of the month with no tense cue is the nearest one, ahead or behind
+    ("12月15号入职，工作地点在苏州", "12月15号", "2026-12-15"),
+    ("正式答辩定下来了，12月1号上午", "12月1号上午", "2026-12-01"),  # 定下来了 is another clause's
+    ("The exam is on December 2", "December 2", "2026-12-02"),
+    ("我妈1月5号过生日", "1月5号", "2027-01-05"),
+    ("11月2号的天气怎么样", "11月2号", "2026-11-02"),
+    ("The concert on December 2 was great", "December 2", "2025-12-02"),  # told as done
+    ("3号回来", "3号", "2026-12-03"),
+    ("15号那天下雨了", "15号", "2026-11-15"),
+    ("I met up with my teammates on the 15th after my trip", "on the 15th", "2026-11-15"),
+    ("我们3号见吧", "3号", "2026-12-03"),
+    # a bare day of the month after a date that named its month, in the same sentence, is in that month or the next
+    ("12月2号飞昆明，再坐动车去大理，6号晚上回来", "6号晚上", "2026-12-06"),
+    ("12月20号走，3号回来", "3号", "2027-01-03"),
+    ("I fly out on December 20 and come back on the 27th", "on the 27th", "2026-12-27"),
+    ("上个月去了日本，6号回来的", "6号", "2026-10-06"),
+    ("我生日是12月3号。今天是18号了", "18号", "2026-11-18"),  # another sentence: not December's
 ]
 
 

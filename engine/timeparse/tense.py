@@ -8,9 +8,12 @@ the future and not of the past, the first occurrence after the moment it was sai
 the past ("感恩节那天我们吃了火鸡", "what did I say on Thanksgiving?") never means the one still to
 come that the week's look-ahead chose: it means the one before. Only yearless dates, festivals and
 seasons ("any plans for the summer?") move, and at write time a bare weekday or weekend
-("周五还要汇报", "see you Friday night"); "yesterday", "next Friday" and "2024年春节" already say
-which one they mean. Diary notes (write time) resolve through `resolve_statement` (both moves),
-time questions (`engine.stores.diary.recall`) through `resolve_past` (the move back only).
+("周五还要汇报", "see you Friday night") and a bare day of the month; "yesterday", "next Friday"
+and "2024年春节" already say which one they mean. At write time a yearless date or bare day of
+the month with no tense cue is the nearest one, ahead or behind ("7月15号入职" said on June 13th),
+and a bare day after a date that named its month is in that month ("10月2号飞昆明……6号晚上回来").
+Diary notes (write time) resolve through `resolve_statement` (both moves), time questions
+(`engine.stores.diary.recall`) through `resolve_past` (the move back only).
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ _MOVABLE_KINDS = frozenset({"date", "festival", "season"})
 _BACK_KINDS = _MOVABLE_KINDS | {"weekday"}
 """Moved back too: a bare weekday the parser placed later today ("what did we talk about on Sunday
 night", asked on a Sunday afternoon, is last Sunday's night)."""
+_NEAREST_KINDS = frozenset({"date", "day_of_month"})
+"""In a statement with no tense cue, a yearless date is the nearest occurrence, ahead or behind:
+"7月15号入职" said on June 13th is this July's, "6号晚上回来" said on the 27th the coming 6th, "5月6号的天气
+怎么样" said on May 20th the last one. A date a year away is named with its year."""
 _WEEK_KINDS = frozenset({"weekday", "weekend"})
 """Moved forward in a statement too: a bare weekday or weekend the parser read as the last one
 ("周五还要汇报", "see you Friday night", "we'll go hiking over the weekend")."""
@@ -34,6 +41,7 @@ _HAS_WEEK = re.compile(
 """A weekday or weekend that says which week it is in (上周五, 这个周末, "next Friday")."""
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _SENTENCE = re.compile(r"[^。！？!?.\n；;]+[。！？!?.\n；;]*")
+_CLAUSE = re.compile(r"[^。！？!?.\n；;，,：:]+[。！？!?.\n；;，,：:]*")
 
 # 会 is "will", not a meeting or a party (会议, 开会, 聚会, 机会).
 _FUTURE = re.compile(
@@ -63,11 +71,14 @@ MAX_STEPS = 60
 """Weekly steps searched for the next or the previous occurrence (a little over a year)."""
 
 
-def _sentence(text: str, span: tuple[int, int]) -> str:
-    for m in _SENTENCE.finditer(text):
-        if m.start() <= span[0] < m.end():
-            return m.group()
-    return ""
+def _sentence_match(text: str, span: tuple[int, int],
+                    pattern: re.Pattern[str] = _SENTENCE) -> re.Match[str] | None:
+    return next((m for m in pattern.finditer(text) if m.start() <= span[0] < m.end()), None)
+
+
+def _sentence(text: str, span: tuple[int, int], pattern: re.Pattern[str] = _SENTENCE) -> str:
+    m = _sentence_match(text, span, pattern)
+    return m.group() if m else ""
 
 
 def speaks_of_future(text: str, span: tuple[int, int]) -> bool:
@@ -89,7 +100,7 @@ def resolve_statement(
     `is_question` tells a question from a statement (the diary's `recall.is_question`)."""
     kind = expr.kind.split("+")[0]
     week = kind in _WEEK_KINDS
-    if (not (week or kind in _MOVABLE_KINDS) or _HAS_YEAR.search(expr.text)
+    if (not (week or kind in _MOVABLE_KINDS or kind in _NEAREST_KINDS) or _HAS_YEAR.search(expr.text)
             or (week and _HAS_WEEK.search(expr.text))):
         return expr.start, expr.end
     if expr.start > now:
@@ -100,7 +111,35 @@ def resolve_statement(
     sentence = _sentence(text, expr.span)
     if speaks_of_future(text, expr.span) or (week and _plain_chinese_plan(sentence, expr, is_question)):
         return _stepped(expr, now, weeks=1)
+    # The done-cue is read in the date's own clause: "正式答辩定下来了，6月20号上午" is settled, not past.
+    if kind in _NEAREST_KINDS and not _DONE.search(_sentence(text, expr.span, _CLAUSE)):
+        start, end = _stepped(expr, now, weeks=1)
+        if start - now < now - expr.start:
+            return start, end
     return expr.start, expr.end
+
+
+def in_named_month(text: str, expr: TimeExpression, anchor: TimeExpression,
+                   anchor_start: datetime) -> tuple[datetime, datetime] | None:
+    """A bare day of the month told after a date that named its month (`anchor`, resolved to
+    `anchor_start`), in the same sentence, is the first such day from that date on: "10月2号飞昆明，
+    再坐动车去大理，6号晚上回来" is October 6th, "10月20号走，3号回来" November 3rd. None otherwise (another
+    sentence may tell of another month: "我生日是3月3号。今天15号了")."""
+    if (expr.kind.split("+")[0] != "day_of_month"
+            or _sentence_start(text, expr.span) != _sentence_start(text, anchor.span)):
+        return None
+    # The parser reads a bare day as the last one by `now`; 31 days on, the last one is the first
+    # from the anchor for days 1-28 (a later day a short month lacks may fall before it).
+    found = parse_time_ranges(expr.text, now=anchor_start + timedelta(days=31))
+    if found and found[0].start >= anchor_start:
+        return found[0].start, found[0].end
+    return None
+
+
+def _sentence_start(text: str, span: tuple[int, int]) -> int:
+    """Where the sentence holding `span` starts (-1 for none)."""
+    m = _sentence_match(text, span)
+    return m.start() if m else -1
 
 
 def _plain_chinese_plan(sentence: str, expr: TimeExpression, is_question: Callable[[str], bool]) -> bool:

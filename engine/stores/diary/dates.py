@@ -19,6 +19,7 @@ from engine.errors import TimeExpressionError
 log = logging.getLogger(__name__)
 
 _ROLLING = re.compile(r"\d{2}:\d{2}–")
+_NAMES_A_MONTH = frozenset({"date", "month"})
 MAX_DATES = 6
 """At most this many expressions per turn are kept (the rest are rarely worth their tokens)."""
 
@@ -27,7 +28,7 @@ def resolve_dates(texts: list[str], at: datetime, tz: tzinfo) -> tuple[tuple[str
     """(expression, resolution) for the relative time expressions in `texts`, said at `at`."""
     from engine.timeparse import parse_time_ranges
     from engine.stores.diary.recall import is_question
-    from engine.timeparse.tense import resolve_statement
+    from engine.timeparse.tense import in_named_month, resolve_statement
 
     now = at.astimezone(tz)
     own_day = f"{now:%Y-%m-%d}"
@@ -40,8 +41,13 @@ def resolve_dates(texts: list[str], at: datetime, tz: tzinfo) -> tuple[tuple[str
         except (TimeExpressionError, ValueError, RecursionError) as exc:
             log.warning("diary: time expressions in a turn could not be resolved (%s)", exc)
             continue
-        for expr in found:
+        anchor = None  # the last date in this text that named its month, and its resolved start
+        for expr in sorted(found, key=lambda e: e.span):
             start, end = resolve_statement(text, expr, now=now, is_question=is_question)
+            if anchor is not None:
+                start, end = in_named_month(text, expr, *anchor) or (start, end)
+            if expr.kind.split("+")[0] in _NAMES_A_MONTH:
+                anchor = (expr, start)
             label = describe_range(start.astimezone(tz), end.astimezone(tz))
             phrase = expr.text.strip()
             # "today" needs no note: every shown line carries its own day.
