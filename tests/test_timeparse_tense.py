@@ -62,6 +62,21 @@ CASES = [
     ("周三我们去看了电影", "周三", "2026-11-18"),
     ("周四晚上我们一起吃了饭", "周四晚上", "2026-11-19"),
     ("we went hiking over the weekend", "over the weekend", "2026-11-14–2026-11-15"),
+    # English tells a plan in the present as often as with "will"; a day something is booked for is to come
+    ("my appointment is monday", "monday", "2026-11-23"),
+    ("The plumber is coming Thursday morning", "Thursday morning", "2026-11-26"),
+    ("we're looking at a house on Saturday", "on Saturday", "2026-11-21"),
+    ("I have a test on Monday", "on Monday", "2026-11-23"),
+    ("I booked a table for Thursday", "Thursday", "2026-11-26"),
+    ("played soccer wednesday", "wednesday", "2026-11-18"),  # told as done: the last one
+    ("I'm still sore from Wednesday", "Wednesday", "2026-11-18"),
+    ("Thursday was my birthday", "Thursday", "2026-11-19"),
+    ("thanks for Thursday, it was fun", "Thursday", "2026-11-19"),
+    ("On Wednesday, I got great news - I'm in the program", "On Wednesday", "2026-11-18"),
+    ("How was Thursday?", "Thursday", "2026-11-19"),
+    ("here's the cake Mom made on Saturday", "on Saturday", "2026-11-14"),  # made: done, whoever did it
+    ("It was great, we're meeting again on Saturday", "on Saturday", "2026-11-21"),  # read in the day's clause
+    ("the office called, my appointment is monday", "monday", "2026-11-23"),
     ("上周末本来要去爬山", "上周末", "2026-11-14–2026-11-15"),
     # a yearless date or bare day of the month with no tense cue is the nearest one, ahead or behind
     ("12月15号入职，工作地点在苏州", "12月15号", "2026-12-15"),

@@ -109,7 +109,8 @@ def resolve_statement(
     if expr.end > now:
         return expr.start, expr.end
     sentence = _sentence(text, expr.span)
-    if speaks_of_future(text, expr.span) or (week and _plain_chinese_plan(sentence, expr, is_question)):
+    if speaks_of_future(text, expr.span) or (week and (_plain_chinese_plan(sentence, expr, is_question)
+                                                       or _present_english_plan(text, sentence, expr, is_question))):
         return _stepped(expr, now, weeks=1)
     # The done-cue is read in the date's own clause: "正式答辩定下来了，6月20号上午" is settled, not past.
     if kind in _NEAREST_KINDS and not _DONE.search(_sentence(text, expr.span, _CLAUSE)):
@@ -147,6 +148,35 @@ def _plain_chinese_plan(sentence: str, expr: TimeExpression, is_question: Callab
     ("那我周末去挑丝巾", "我想周末请他吃顿饭", "最紧张的是周五的汇报"); Chinese tells a past day with 了,
     过 or 那天 ("周末去爬山了"). Not in a question: "周一的会议怎么样？" asks about the last one."""
     return bool(_HAN.search(expr.text)) and not _PAST.search(sentence) and not is_question(sentence)
+
+
+# English tells a plan in the present as often as with "will": "my appointment is monday", "Gary is
+# coming Monday", "we're looking at a condo on Saturday", "I have a test on Friday".
+_EN_PRESENT = re.compile(
+    r"\b(?:am|is|are|have|has|need|needs|gotta)\b|'(?:m|re)\b|\b(?:it|he|she|that|there|what)'s\b", re.I)
+# "booked for Thursday", "a table for Saturday night": what a day is for is still to come.
+_FOR_THE_DAY = re.compile(r"\bfor\s+\Z", re.I)
+_SINCE_THE_DAY = re.compile(r"\b(?:since|from|after)\s+\Z", re.I)
+_PAST_AUX = re.compile(r"\b(?:was|were|did|had)\b", re.I)
+# Any past form, whoever did it ("here's the cake Mom made on Saturday"); an -ed adjective ("excited
+# for Saturday") keeps the last one too, as before this rule.
+_EN_PAST = re.compile(
+    r"\b(?:was|were|did|had|went|ago|spent|ate|saw|got|made|took|met|told|said|bought|came|gave|found|felt|left|"
+    r"lost|ran|sat|slept|wore|wrote|drank|sang|won|brought|thought|heard|paid|[a-z]{3,}ed)\b", re.I)
+
+
+def _present_english_plan(text: str, sentence: str, expr: TimeExpression,
+                          is_question: Callable[[str], bool]) -> bool:
+    """An English weekday or weekend in a statement whose clause is told in the present, with nothing
+    told as done ("played soccer wednesday", "I went on Friday", "sore from Saturday" keep the last
+    one), or one the sentence says something is for ("I booked him for thursday morning")."""
+    if _HAN.search(expr.text) or is_question(sentence):
+        return False
+    before = text[:expr.span[0]]
+    if _FOR_THE_DAY.search(before):
+        return not _PAST_AUX.search(sentence)
+    clause = _sentence(text, expr.span, _CLAUSE)  # "the office called, appointment is monday"
+    return bool(_EN_PRESENT.search(clause)) and not _EN_PAST.search(clause) and not _SINCE_THE_DAY.search(before)
 
 
 def resolve_past(text: str, expr: TimeExpression, *, now: datetime) -> tuple[datetime, datetime]:
