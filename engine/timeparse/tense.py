@@ -9,9 +9,11 @@ the past ("感恩节那天我们吃了火鸡", "what did I say on Thanksgiving?"
 come that the week's look-ahead chose: it means the one before. Only yearless dates, festivals and
 seasons ("any plans for the summer?") move, and at write time a bare weekday or weekend
 ("周五还要汇报", "see you Friday night") and a bare day of the month; "yesterday", "next Friday"
-and "2024年春节" already say which one they mean. At write time a yearless date or bare day of
-the month with no tense cue is the nearest one, ahead or behind ("7月15号入职" said on June 13th),
-and a bare day after a date that named its month is in that month ("10月2号飞昆明……6号晚上回来").
+and "2024年春节" already say which one they mean. At write time a bare weekday also moves forward
+in a Chinese statement with no past marker and in an English one whose clause is told in the
+present ("my appointment is monday"); a yearless date or bare day of the month with no tense cue
+is the nearest one, ahead or behind ("7月15号入职" said on June 13th); and a bare day after a date
+that named its month is in that month ("10月2号飞昆明……6号晚上回来").
 Diary notes (write time) resolve through `resolve_statement` (both moves), time questions
 (`engine.stores.diary.recall`) through `resolve_past` (the move back only).
 """
@@ -59,11 +61,12 @@ _PAST = re.compile(
 )
 # What moves an expression back needs the event told as done: not 那天 ("感恩节那天有什么安排"), and
 # 过 only after a verb (吃过, 去过; 过节 / 怎么过 celebrate).
+_IRREGULAR_PAST = ("ate|saw|got|made|took|met|told|said|bought|came|gave|found|felt|left|lost|ran|sat|slept|wore|"
+                   "wrote|drank|sang|won|brought|thought|heard|paid")
 _DONE = re.compile(
     r"(?<![定好对行算])了|(?<=[吃去做玩看说聊买见到听写读问讲])过|去年|上次|当时|"
     r"\b(?:was|were|did|had|went|ago|spent)\b|\bused to\b|"
-    r"\b(?:i|we|you|he|she|they)\s+(?:\w+ed|ate|saw|got|made|took|met|told|said|bought|came|gave|found|felt|left|"
-    r"lost|ran|sat|slept|wore|wrote|drank|read|sang|won|brought|thought|heard|paid)\b",
+    rf"\b(?:i|we|you|he|she|they)\s+(?:\w+ed|read|{_IRREGULAR_PAST})\b",
     re.I,
 )
 
@@ -160,9 +163,7 @@ _SINCE_THE_DAY = re.compile(r"\b(?:since|from|after)\s+\Z", re.I)
 _PAST_AUX = re.compile(r"\b(?:was|were|did|had)\b", re.I)
 # Any past form, whoever did it ("here's the cake Mom made on Saturday"); an -ed adjective ("excited
 # for Saturday") keeps the last one too, as before this rule.
-_EN_PAST = re.compile(
-    r"\b(?:was|were|did|had|went|ago|spent|ate|saw|got|made|took|met|told|said|bought|came|gave|found|felt|left|"
-    r"lost|ran|sat|slept|wore|wrote|drank|sang|won|brought|thought|heard|paid|[a-z]{3,}ed)\b", re.I)
+_EN_PAST = re.compile(rf"\b(?:was|were|did|had|went|ago|spent|{_IRREGULAR_PAST}|[a-z]{{3,}}ed)\b", re.I)
 
 
 def _present_english_plan(text: str, sentence: str, expr: TimeExpression,
