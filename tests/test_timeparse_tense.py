@@ -114,3 +114,13 @@ def test_a_day_still_going_on_when_said_is_that_day(text):
     """Said on the day itself (元宵节 2027 and a Saturday: 2027-02-20 is both), the day meant is
     today, which every line shows already: no note, not next year's or next week's."""
     assert dict(resolve_dates([text], datetime(2027, 2, 20, 10, 0, tzinfo=TZ), TZ)) == {}
+
+
+@pytest.mark.parametrize("text", [
+    "she calls every sunday at 8", "we do watch-alongs every other tuesday", "every Christmas we bake cookies",
+    "on Saturday mornings I read to kids", "I work Saturdays", "每个周末都加班", "每年春节都回老家", "每月15号发工资",
+    "每周五晚上打球",
+])
+def test_a_habit_is_stored_without_a_date(text):
+    """A habit names no day: a note would tell the chat model of one day that was not meant."""
+    assert dict(resolve_dates([text], NOV_20, TZ)) == {}
