@@ -155,6 +155,9 @@ OTHER_FRONTENDS = [
     'You need to generate 4-5 suggestions based on the conversation. Put them inside <suggestions> tags.',
     'Please summarize all prompts and responses from this session. Only include what happened, in order.',
     "Please tell me a short 6 word summary of this conversation's topic. Only respond with the summary.",
+    # The request asked as "what would be …"
+    'What would be a short and relevant title for this chat? You must strictly answer with only the title, no other '
+    'text is allowed.',
 ]
 # Look-alikes a person types: about the conversation without an output constraint, or with one
 # but about something else; and personas that mention names, chats and word limits.
@@ -180,6 +183,7 @@ PEOPLE = [
     'keep it under 50 words: what did I tell you about my sister?',
     'Summarize the message my boss sent me in 20 words: we need to talk about your performance',
     'Give me a title for my novel, under 6 words. It is about a lighthouse keeper.',
+    'What would be a good title for my essay on grief? Answer with only the title.',
     'Can you predict what my mom will ask me at dinner? keep it under 20 words',
     'Can you summarize our conversation so far? I lost track lol',
     'Describe our first conversation the way you remember it',

@@ -140,7 +140,8 @@ _REQUEST = re.compile(
     + _words(r"generat(?:e|es|ing)|creat(?:e|es|ing)|writ(?:e|es|ing)|give|giving|provid(?:e|es|ing)|"
              r"produc(?:e|es|ing)|suggest(?:s|ing)?|pick|choose|select|summari[sz](?:e|es|ing)|extract(?:s|ing)?|"
              r"find|craft|title|name|label|tag|classify|categori[sz]e|identify|determine|come up with|make|"
-             r"output|return|list|what is|what's|which|predict|rephrase|rewrite|tell(?: me)?|formulate|reformulate")
+             r"output|return|list|what is|what's|what (?:would|could|should|might) be|which|predict|rephrase|rewrite|"
+             r"tell(?: me)?|formulate|reformulate")
     + r"|生成|起一?个|取一?个|拟一?个|给出|提供|提取|总结|概括|归纳|命名|打上|列出|是什么",
     re.IGNORECASE)
 _ARTEFACT = re.compile(
