@@ -89,6 +89,13 @@ CASES = [
     ("15号那天下雨了", "15号", "2026-11-15"),
     ("I met up with my teammates on the 15th after my trip", "on the 15th", "2026-11-15"),
     ("我们3号见吧", "3号", "2026-12-03"),
+    ("my brother is getting married in march", "march", "2027-03"),  # a month too ("march" only after "in")
+    ("he might come home for Christmas", "Christmas", "2026-12-25"),  # and a festival
+    ("春节回老家", "春节", "2027-02-06"),
+    ("十二月初搬家", "十二月初", "2026-12-01–2026-12-10"),
+    ("I met him in March", "March", "2026-03"),  # told as done
+    ("the summer was hot", "the summer", "2026-06-01–2026-08-31"),
+    ("I will see you in may", "may", "2027-05"),
     # a bare day of the month after a date that named its month, in the same sentence, is in that month or the next
     ("12月2号飞昆明，再坐动车去大理，6号晚上回来", "6号晚上", "2026-12-06"),
     ("12月20号走，3号回来", "3号", "2027-01-03"),
@@ -119,8 +126,18 @@ def test_a_day_still_going_on_when_said_is_that_day(text):
 @pytest.mark.parametrize("text", [
     "she calls every sunday at 8", "we do watch-alongs every other tuesday", "every Christmas we bake cookies",
     "on Saturday mornings I read to kids", "I work Saturdays", "每个周末都加班", "每年春节都回老家", "每月15号发工资",
-    "每周五晚上打球",
+    "每周五晚上打球", "During Thanksgiving, we usually watch a few movies.", "Do you have any favorite Thanksgiving traditions?",
+    "过年一般回老家", "周末一般都在家躺着", "I always go home for Christmas",
 ])
 def test_a_habit_is_stored_without_a_date(text):
     """A habit names no day: a note would tell the chat model of one day that was not meant."""
     assert dict(resolve_dates([text], NOV_20, TZ)) == {}
+
+
+@pytest.mark.parametrize(("text", "phrase", "resolved"), [
+    ("we usually hike, but last Saturday we rested", "last Saturday", "2026-11-14"),  # says which one
+    ("I usually sleep late, but 12月20号 I have a flight", "12月20号", "2026-12-20"),  # a day of a month is one day
+    ("周末过得怎么样？", "周末", "2026-11-14–2026-11-15"),
+])
+def test_a_day_in_a_habits_sentence_that_names_one_day_keeps_it(text, phrase, resolved):
+    assert dict(resolve_dates([text], NOV_20, TZ)).get(phrase) == resolved

@@ -30,17 +30,18 @@ _MOVABLE_KINDS = frozenset({"date", "festival", "season"})
 _BACK_KINDS = _MOVABLE_KINDS | {"weekday"}
 """Moved back too: a bare weekday the parser placed later today ("what did we talk about on Sunday
 night", asked on a Sunday afternoon, is last Sunday's night)."""
-_NEAREST_KINDS = frozenset({"date", "day_of_month"})
-"""In a statement with no tense cue, a yearless date is the nearest occurrence, ahead or behind:
-"7月15号入职" said on June 13th is this July's, "6号晚上回来" said on the 27th the coming 6th, "5月6号的天气
-怎么样" said on May 20th the last one. A date a year away is named with its year."""
+_NEAREST_KINDS = frozenset({"date", "day_of_month", "month", "month_part", "festival", "season"})
+"""In a statement with no tense cue, a yearless date, month, festival or season is the nearest
+occurrence, ahead or behind: "7月15号入职" said on June 13th is this July's, "6号晚上回来" said on the
+27th the coming 6th, "my brother is getting married in december" said in September this December,
+"5月6号的天气怎么样" said on May 20th the last one. One a year away is named with its year."""
 _WEEK_KINDS = frozenset({"weekday", "weekend"})
 """Moved forward in a statement too: a bare weekday or weekend the parser read as the last one
 ("周五还要汇报", "see you Friday night", "we'll go hiking over the weekend")."""
 _HAS_YEAR = re.compile(r"\d{4}|\d{2}年|[去今明前后]年|年[前后]|\b(?:last|this|next)\s+year\b|\byears?\b", re.I)
 _HAS_WEEK = re.compile(
-    r"[上下这本今前][个一]?(?:周|星期|礼拜)|\b(?:last|this|next|coming|past|previous)\b", re.I)
-"""A weekday or weekend that says which week it is in (上周五, 这个周末, "next Friday")."""
+    r"[上下这本今前][个一]?(?:周|星期|礼拜|月)|\b(?:last|this|next|coming|past|previous)\b", re.I)
+"""A weekday, weekend or month that says which one it is (上周五, 这个周末, 下个月, "next Friday")."""
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _SENTENCE = re.compile(r"[^。！？!?.\n；;]+[。！？!?.\n；;]*")
 _CLAUSE = re.compile(r"[^。！？!?.\n；;，,：:]+[。！？!?.\n；;，,：:]*")
@@ -104,7 +105,7 @@ def resolve_statement(
     kind = expr.kind.split("+")[0]
     week = kind in _WEEK_KINDS
     if (not (week or kind in _MOVABLE_KINDS or kind in _NEAREST_KINDS) or _HAS_YEAR.search(expr.text)
-            or (week and _HAS_WEEK.search(expr.text))):
+            or ((week or kind in _NEAREST_KINDS) and _HAS_WEEK.search(expr.text))):
         return expr.start, expr.end
     if expr.start > now:
         return resolve_past(text, expr, now=now)
@@ -114,10 +115,12 @@ def resolve_statement(
     sentence = _sentence(text, expr.span)
     if speaks_of_future(text, expr.span) or (week and (_plain_chinese_plan(sentence, expr, is_question)
                                                        or _present_english_plan(text, sentence, expr, is_question))):
-        return _stepped(expr, now, weeks=1)
-    # The done-cue is read in the date's own clause: "正式答辩定下来了，6月20号上午" is settled, not past.
-    if kind in _NEAREST_KINDS and not _DONE.search(_sentence(text, expr.span, _CLAUSE)):
-        start, end = _stepped(expr, now, weeks=1)
+        return _stepped(text, expr, now, weeks=1)
+    # The past cue is read in the date's own clause: "正式答辩定下来了，6月20号上午" is settled, not past;
+    # "情人节那天下雨" and "I met him in December" are.
+    clause = _sentence(text, expr.span, _CLAUSE)
+    if kind in _NEAREST_KINDS and not _PAST.search(clause) and not _DONE.search(clause):
+        start, end = _stepped(text, expr, now, weeks=1)
         if start - now < now - expr.start:
             return start, end
     return expr.start, expr.end
@@ -144,6 +147,27 @@ def _sentence_start(text: str, span: tuple[int, int]) -> int:
     """Where the sentence holding `span` starts (-1 for none)."""
     m = _sentence_match(text, span)
     return m.start() if m else -1
+
+
+_HABIT_BEFORE = re.compile(r"(?:\b(?:every|each)(?:\s+other)?|每(?:一?个|逢)?(?:年|月|周|星期)?的?|逢)\s*\Z", re.I)
+_HABIT_AFTER = re.compile(r"\A(?:s\b|\s+(?:mornings|afternoons|evenings|nights)\b)", re.I)
+_HABIT_KINDS = _WEEK_KINDS | {"month", "festival", "season"}
+"""What a habit's sentence names without naming which one; a day of the month it names is one day
+("I usually sleep late, but 12月20号 I have a flight")."""
+_HABITUALLY = re.compile(
+    r"\b(?:usually|always|normally|typically|traditions?)\b|一般(?:都|会|在|是|去|回|就)|通常|总是|往往|每次|每回", re.I)
+
+
+def is_habit(text: str, expr: TimeExpression) -> bool:
+    """A habit names no day: "she calls every sunday at 8", 每个周末都加班, "on Saturday mornings",
+    "I work Saturdays", and a bare weekday, festival, month or season in a sentence told as a habit
+    ("During Thanksgiving, we usually watch movies", 过年一般回老家). One that says which it is stays a day
+    ("we usually hike, but last Saturday we rested")."""
+    if _HABIT_BEFORE.search(text[:expr.span[0]]) or _HABIT_AFTER.match(text[expr.span[1]:]):
+        return True
+    bare = (expr.kind.split("+")[0] in _HABIT_KINDS
+            and not _HAS_WEEK.search(expr.text) and not _HAS_YEAR.search(expr.text))
+    return bare and bool(_HABITUALLY.search(_sentence(text, expr.span)))
 
 
 def _plain_chinese_plan(sentence: str, expr: TimeExpression, is_question: Callable[[str], bool]) -> bool:
@@ -188,16 +212,22 @@ def resolve_past(text: str, expr: TimeExpression, *, now: datetime) -> tuple[dat
     if (expr.kind.split("+")[0] not in _BACK_KINDS or expr.start <= now or _HAS_YEAR.search(expr.text)
             or not speaks_of_past(text, expr.span)):
         return expr.start, expr.end
-    return _stepped(expr, now, weeks=-1)
+    return _stepped(text, expr, now, weeks=-1)
 
 
-def _stepped(expr: TimeExpression, now: datetime, *, weeks: int) -> tuple[datetime, datetime]:
+def _stepped(text: str, expr: TimeExpression, now: datetime, *, weeks: int) -> tuple[datetime, datetime]:
     """The first occurrence of `expr` after `now` (`weeks` 1) or the last one that ended by `now`
     (`weeks` -1), whatever calendar (solar, lunar, nth weekday) it follows: the parser takes the
     coming occurrence once it is at most a week ahead, else the most recent, so its clock stepped a
     week at a time finds it."""
+    # Read again with the words before it in its clause: "march" and "may" are months only after
+    # "in" or "by" ("getting married in march").
+    clause = _sentence_match(text, expr.span, _CLAUSE)
+    start = clause.start() if clause is not None and text[expr.span[0]:expr.span[1]] == expr.text else expr.span[0]
+    window = text[start:expr.span[1]] if start < expr.span[0] else expr.text
     for step in range(1, MAX_STEPS + 1):
-        found = parse_time_ranges(expr.text, now=now + timedelta(weeks=weeks * step))
+        found = [x for x in parse_time_ranges(window, now=now + timedelta(weeks=weeks * step))
+                 if x.span[1] == len(window)]
         if found and (found[0].start > now if weeks > 0 else found[0].end <= now):
             return found[0].start, found[0].end
     return expr.start, expr.end

@@ -20,10 +20,6 @@ log = logging.getLogger(__name__)
 
 _ROLLING = re.compile(r"\d{2}:\d{2}–")
 _NAMES_A_MONTH = frozenset({"date", "month"})
-# A habit names no day ("she calls every sunday at 8", 每个周末都加班, "on Saturday mornings I read to
-# kids", 每年春节都回老家): a date in its note would tell the chat model of one day that was not meant.
-_HABIT_BEFORE = re.compile(r"(?:\b(?:every|each)(?:\s+other)?|每(?:一?个|逢)?(?:年|月|周|星期)?的?|逢)\s*\Z", re.I)
-_HABIT_AFTER = re.compile(r"\A(?:s\b|\s+(?:mornings|afternoons|evenings|nights)\b)", re.I)
 MAX_DATES = 6
 """At most this many expressions per turn are kept (the rest are rarely worth their tokens)."""
 
@@ -32,7 +28,7 @@ def resolve_dates(texts: list[str], at: datetime, tz: tzinfo) -> tuple[tuple[str
     """(expression, resolution) for the relative time expressions in `texts`, said at `at`."""
     from engine.timeparse import parse_time_ranges
     from engine.stores.diary.recall import is_question
-    from engine.timeparse.tense import in_named_month, resolve_statement
+    from engine.timeparse.tense import in_named_month, is_habit, resolve_statement
 
     now = at.astimezone(tz)
     own_day = f"{now:%Y-%m-%d}"
@@ -47,7 +43,7 @@ def resolve_dates(texts: list[str], at: datetime, tz: tzinfo) -> tuple[tuple[str
             continue
         anchor = None  # the last date in this text that named its month, and its resolved start
         for expr in sorted(found, key=lambda e: e.span):
-            if _HABIT_BEFORE.search(text[:expr.span[0]]) or _HABIT_AFTER.match(text[expr.span[1]:]):
+            if is_habit(text, expr):  # a habit names no day: a date would tell of one that was not meant
                 continue
             start, end = resolve_statement(text, expr, now=now, is_question=is_question)
             if anchor is not None:
