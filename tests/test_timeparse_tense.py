@@ -78,7 +78,7 @@ CASES = [
     ("It was great, we're meeting again on Saturday", "on Saturday", "2026-11-21"),  # read in the day's clause
     ("the office called, my appointment is monday", "monday", "2026-11-23"),
     ("上周末本来要去爬山", "上周末", "2026-11-14–2026-11-15"),
-    # a yearless date or bare day of the month with no tense cue is the nearest one, ahead or behind
+    # a yearless date, day of the month, month, festival or season with no tense cue is the nearest one
     ("12月15号入职，工作地点在苏州", "12月15号", "2026-12-15"),
     ("正式答辩定下来了，12月1号上午", "12月1号上午", "2026-12-01"),  # 定下来了 is another clause's
     ("The exam is on December 2", "December 2", "2026-12-02"),
