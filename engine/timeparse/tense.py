@@ -8,12 +8,14 @@ the future and not of the past, the first occurrence after the moment it was sai
 the past ("感恩节那天我们吃了火鸡", "what did I say on Thanksgiving?") never means the one still to
 come that the week's look-ahead chose: it means the one before. Only yearless dates, festivals and
 seasons ("any plans for the summer?") move, and at write time a bare weekday or weekend
-("周五还要汇报", "see you Friday night") and a bare day of the month; "yesterday", "next Friday"
+("周五还要汇报", "see you Friday night"), a month and a bare day of the month; "yesterday", "next Friday"
 and "2024年春节" already say which one they mean. At write time a bare weekday also moves forward
 in a Chinese statement with no past marker and in an English one whose clause is told in the
-present ("my appointment is monday"); a yearless date or bare day of the month with no tense cue
-is the nearest one, ahead or behind ("7月15号入职" said on June 13th); and a bare day after a date
-that named its month is in that month ("10月2号飞昆明……6号晚上回来").
+present ("my appointment is monday"); a yearless date, day of the month, month, festival or season
+with no tense cue is the nearest one, ahead or behind ("7月15号入职" said on June 13th, "getting
+married in december" said in September); a bare day after a date that named its month is in that
+month ("10月2号飞昆明……6号晚上回来"); and a habit ("every Sunday", "we usually … during Thanksgiving")
+names no day (`is_habit`).
 Diary notes (write time) resolve through `resolve_statement` (both moves), time questions
 (`engine.stores.diary.recall`) through `resolve_past` (the move back only).
 """
@@ -39,7 +41,7 @@ _WEEK_KINDS = frozenset({"weekday", "weekend"})
 """Moved forward in a statement too: a bare weekday or weekend the parser read as the last one
 ("周五还要汇报", "see you Friday night", "we'll go hiking over the weekend")."""
 _HAS_YEAR = re.compile(r"\d{4}|\d{2}年|[去今明前后]年|年[前后]|\b(?:last|this|next)\s+year\b|\byears?\b", re.I)
-_HAS_WEEK = re.compile(
+_NAMES_WHICH = re.compile(
     r"[上下这本今前][个一]?(?:周|星期|礼拜|月)|\b(?:last|this|next|coming|past|previous)\b", re.I)
 """A weekday, weekend or month that says which one it is (上周五, 这个周末, 下个月, "next Friday")."""
 _HAN = re.compile(r"[\u4e00-\u9fff]")
@@ -105,7 +107,7 @@ def resolve_statement(
     kind = expr.kind.split("+")[0]
     week = kind in _WEEK_KINDS
     if (not (week or kind in _MOVABLE_KINDS or kind in _NEAREST_KINDS) or _HAS_YEAR.search(expr.text)
-            or ((week or kind in _NEAREST_KINDS) and _HAS_WEEK.search(expr.text))):
+            or ((week or kind in _NEAREST_KINDS) and _NAMES_WHICH.search(expr.text))):
         return expr.start, expr.end
     if expr.start > now:
         return resolve_past(text, expr, now=now)
@@ -166,7 +168,7 @@ def is_habit(text: str, expr: TimeExpression) -> bool:
     if _HABIT_BEFORE.search(text[:expr.span[0]]) or _HABIT_AFTER.match(text[expr.span[1]:]):
         return True
     bare = (expr.kind.split("+")[0] in _HABIT_KINDS
-            and not _HAS_WEEK.search(expr.text) and not _HAS_YEAR.search(expr.text))
+            and not _NAMES_WHICH.search(expr.text) and not _HAS_YEAR.search(expr.text))
     return bare and bool(_HABITUALLY.search(_sentence(text, expr.span)))
 
 
