@@ -59,6 +59,8 @@ CASES = [
     ("周三那天下雨", "周三", "2026-11-18"),
     ("周三的会议怎么样？", "周三", "2026-11-18"),  # a question asks about the last one
     ("周末你去哪儿玩", "周末", "2026-11-14–2026-11-15"),
+    ("周末过得一般", "周末", "2026-11-14–2026-11-15"),  # 过得 tells how a time went
+    ("周末要过得开心点", "周末", "2026-11-21–2026-11-22"),  # unless wished
     ("周三我们去看了电影", "周三", "2026-11-18"),
     ("周四晚上我们一起吃了饭", "周四晚上", "2026-11-19"),
     ("we went hiking over the weekend", "over the weekend", "2026-11-14–2026-11-15"),
@@ -77,6 +79,10 @@ CASES = [
     ("here's the cake Mom made on Saturday", "on Saturday", "2026-11-14"),  # made: done, whoever did it
     ("It was great, we're meeting again on Saturday", "on Saturday", "2026-11-21"),  # read in the day's clause
     ("the office called, my appointment is monday", "monday", "2026-11-23"),
+    ("I'm so excited about Saturday", "Saturday", "2026-11-21"),  # an -ed word after a present "be" is a state
+    ("we're invited to a wedding on Sunday", "on Sunday", "2026-11-22"),
+    ("I was so excited about Saturday", "Saturday", "2026-11-14"),
+    ("she's finished the tiles on Monday", "on Monday", "2026-11-16"),  # 's may be "has": done
     ("上周末本来要去爬山", "上周末", "2026-11-14–2026-11-15"),
     # a yearless date, day of the month, month, festival or season with no tense cue is the nearest one
     ("12月15号入职，工作地点在苏州", "12月15号", "2026-12-15"),

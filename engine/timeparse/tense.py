@@ -56,9 +56,10 @@ _FUTURE = re.compile(
     re.I,
 )
 # 了 marks the past except in set phrases that settle or agree ("说定了", "好了", "对了", "算了"); 过
-# after a verb (去过), not in 不过 (but) or 过生日 / 过节 (celebrate).
+# after a verb (去过), not in 不过 (but) or 过生日 / 过节 (celebrate); 过得 tells how a time went
+# ("周末过得一般"), unless wished or willed ("要过得开心").
 _PAST = re.compile(
-    r"(?<![定好对行算])了|(?<=[吃去做玩看说聊买见到听写读问讲])过|去年|上次|那天|那时|当时|"
+    r"(?<![定好对行算])了|(?<=[吃去做玩看说聊买见到听写读问讲])过|(?<![要会想能])过得|去年|上次|那天|那时|当时|"
     r"\bwas\b|\bwere\b|\bdid\b|\bhad\b|\bwent\b|\blast\b|\bago\b|\bspent\b|\bused to\b|\bremember\b",
     re.I,
 )
@@ -67,7 +68,7 @@ _PAST = re.compile(
 _IRREGULAR_PAST = ("ate|saw|got|made|took|met|told|said|bought|came|gave|found|felt|left|lost|ran|sat|slept|wore|"
                    "wrote|drank|sang|won|brought|thought|heard|paid")
 _DONE = re.compile(
-    r"(?<![定好对行算])了|(?<=[吃去做玩看说聊买见到听写读问讲])过|去年|上次|当时|"
+    r"(?<![定好对行算])了|(?<=[吃去做玩看说聊买见到听写读问讲])过|(?<![要会想能])过得|去年|上次|当时|"
     r"\b(?:was|were|did|had|went|ago|spent)\b|\bused to\b|"
     rf"\b(?:i|we|you|he|she|they)\s+(?:\w+ed|read|{_IRREGULAR_PAST})\b",
     re.I,
@@ -187,9 +188,13 @@ _EN_PRESENT = re.compile(
 _FOR_THE_DAY = re.compile(r"\bfor\s+\Z", re.I)
 _SINCE_THE_DAY = re.compile(r"\b(?:since|from|after)\s+\Z", re.I)
 _PAST_AUX = re.compile(r"\b(?:was|were|did|had)\b", re.I)
-# Any past form, whoever did it ("here's the cake Mom made on Saturday"); an -ed adjective ("excited
-# for Saturday") keeps the last one too, as before this rule.
+# Any past form, whoever did it ("here's the cake Mom made on Saturday"); not an -ed word after a
+# present "be", which is a state now ("I'm so excited about Saturday", "we're invited on Sunday"; "she's
+# finished" may be "has").
 _EN_PAST = re.compile(rf"\b(?:was|were|did|had|went|ago|spent|{_IRREGULAR_PAST}|[a-z]{{3,}}ed)\b", re.I)
+_PRESENT_STATE = re.compile(
+    r"(?:\b(?:am|is|are)|'(?:m|re)|\b(?:it|that)'s)\s+(?:(?:so|really|very|all|pretty|super|just|already|not)\s+)*[a-z]{3,}ed\b",
+    re.I)
 
 
 def _present_english_plan(text: str, sentence: str, expr: TimeExpression,
@@ -203,7 +208,8 @@ def _present_english_plan(text: str, sentence: str, expr: TimeExpression,
     if _FOR_THE_DAY.search(before):
         return not _PAST_AUX.search(sentence)
     clause = _sentence(text, expr.span, _CLAUSE)  # "the office called, appointment is monday"
-    return bool(_EN_PRESENT.search(clause)) and not _EN_PAST.search(clause) and not _SINCE_THE_DAY.search(before)
+    return (bool(_EN_PRESENT.search(clause)) and not _EN_PAST.search(_PRESENT_STATE.sub(" ", clause))
+            and not _SINCE_THE_DAY.search(before))
 
 
 def resolve_past(text: str, expr: TimeExpression, *, now: datetime) -> tuple[datetime, datetime]:
