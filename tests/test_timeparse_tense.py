@@ -79,6 +79,12 @@ CASES = [
     ("here's the cake Mom made on Saturday", "on Saturday", "2026-11-14"),  # made: done, whoever did it
     ("It was great, we're meeting again on Saturday", "on Saturday", "2026-11-21"),  # read in the day's clause
     ("the office called, my appointment is monday", "monday", "2026-11-23"),
+    # reported speech is told in its own tense
+    ("He said he's coming for Thanksgiving", "Thanksgiving", "2026-11-26"),
+    ("Mom asked if I'm free on Saturday", "on Saturday", "2026-11-21"),
+    ("He said that the party is on Saturday", "on Saturday", "2026-11-21"),
+    ("She told me she was sick on Wednesday", "on Wednesday", "2026-11-18"),
+    ("He mentioned the party on Saturday", "on Saturday", "2026-11-14"),  # no clause of its own
     ("I'm so excited about Saturday", "Saturday", "2026-11-21"),  # an -ed word after a present "be" is a state
     ("we're invited to a wedding on Sunday", "on Sunday", "2026-11-22"),
     ("I was so excited about Saturday", "Saturday", "2026-11-14"),

@@ -47,6 +47,13 @@ _NAMES_WHICH = re.compile(
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _SENTENCE = re.compile(r"[^。！？!?.\n；;]+[。！？!?.\n；;]*")
 _CLAUSE = re.compile(r"[^。！？!?.\n；;，,：:]+[。！？!?.\n；;，,：:]*")
+# Reported speech is told in its own tense: in "He said he's coming for Thanksgiving" the day belongs to
+# "he's coming", not to "said". Only a lead-in followed by that / if / whether or a subject starts a clause
+# of its own ("He mentioned the party on Saturday" is one clause).
+_REPORTED = re.compile(
+    r"\b(?:said|says|told\s+(?:me|us|you|him|her|them)|mentioned|promised|texted|wrote|asked(?:\s+(?:me|us|you))?)"
+    r"(?:\s+(?:that|if|whether)\b|(?=\s+(?:i|you|he|she|we|they|it)\b|\s+(?:i|you|he|she|we|they|it)'))",
+    re.I)
 
 # 会 is "will", not a meeting or a party (会议, 开会, 聚会, 机会).
 _FUTURE = re.compile(
@@ -84,8 +91,12 @@ def _sentence_match(text: str, span: tuple[int, int],
 
 
 def _sentence(text: str, span: tuple[int, int], pattern: re.Pattern[str] = _SENTENCE) -> str:
+    """The sentence (or clause) holding `span`, from the last reported-speech lead-in before it."""
     m = _sentence_match(text, span, pattern)
-    return m.group() if m else ""
+    if m is None:
+        return ""
+    lead = [r.end() for r in _REPORTED.finditer(text, m.start(), span[0])]
+    return text[lead[-1]:m.end()] if lead else m.group()
 
 
 def speaks_of_future(text: str, span: tuple[int, int]) -> bool:
