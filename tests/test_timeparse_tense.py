@@ -79,6 +79,15 @@ CASES = [
     ("here's the cake Mom made on Saturday", "on Saturday", "2026-11-14"),  # made: done, whoever did it
     ("It was great, we're meeting again on Saturday", "on Saturday", "2026-11-21"),  # read in the day's clause
     ("the office called, my appointment is monday", "monday", "2026-11-23"),
+    # a day within the week that was signed up for is the event's, unless the event is told as done
+    ("i signed up for a 10k on November 25 and i have barely trained", "November 25", "2026-11-25"),
+    ("we bought tickets for the show on November 24", "November 24", "2026-11-24"),
+    ("I registered for the race on November 25 and it was fun", "November 25", "2025-11-25"),
+    ("I ran the race on November 25", "November 25", "2025-11-25"),
+    ("我订了12月20号的机票", "12月20号", "2026-12-20"),  # and so is a later day, in a clause signing up for it
+    ("我报名了12月6号的马拉松，还没怎么练", "12月6号", "2026-12-06"),
+    ("12月20号我订了机票", "12月20号", "2025-12-20"),  # the day of the act
+    ("我买了12月20号的衣服", "12月20号", "2025-12-20"),
     # reported speech is told in its own tense
     ("He said he's coming for Thanksgiving", "Thanksgiving", "2026-11-26"),
     ("Mom asked if I'm free on Saturday", "on Saturday", "2026-11-21"),

@@ -81,6 +81,13 @@ _DONE = re.compile(
     re.I,
 )
 
+# A day named after signing up, booking or buying tickets is the event's day, not the act's ("i signed up
+# for a 10k on october 18" said on October 12th, "我订了12月20号的机票").
+_COMMITTED = re.compile(
+    r"\b(?:signed up|registered|enrolled|entered|booked|reserved|(?:bought|got) (?:the |our |my )?tickets)"
+    r"(?:\s+(?:for|in|to)\b)?|报名了|报了名|报了|[预]?[订定]了|预约了|挂了号|(?:买|抢)到?了(?=[^，,。！？!?]{0,12}票)",
+    re.I)
+
 MAX_STEPS = 60
 """Weekly steps searched for the next or the previous occurrence (a little over a year)."""
 
@@ -133,7 +140,8 @@ def resolve_statement(
     # The past cue is read in the date's own clause: "正式答辩定下来了，6月20号上午" is settled, not past;
     # "情人节那天下雨" and "I met him in December" are.
     clause = _sentence(text, expr.span, _CLAUSE)
-    if kind in _NEAREST_KINDS and not _PAST.search(clause) and not _DONE.search(clause):
+    if kind in _NEAREST_KINDS and ((not _PAST.search(clause) and not _DONE.search(clause))
+                                   or _committed_to(text, expr.span, _CLAUSE)):
         start, end = _stepped(text, expr, now, weeks=1)
         if start - now < now - expr.start:
             return start, end
@@ -229,9 +237,18 @@ def resolve_past(text: str, expr: TimeExpression, *, now: datetime) -> tuple[dat
     question's 要 is as often a modal as a future: "我4月30号为什么要问你…"), and half of what a
     statement does."""
     if (expr.kind.split("+")[0] not in _BACK_KINDS or expr.start <= now or _HAS_YEAR.search(expr.text)
-            or not speaks_of_past(text, expr.span)):
+            or not speaks_of_past(text, expr.span) or _committed_to(text, expr.span)):
         return expr.start, expr.end
     return _stepped(text, expr, now, weeks=-1)
+
+
+def _committed_to(text: str, span: tuple[int, int], pattern: re.Pattern[str] = _SENTENCE) -> bool:
+    """The only thing the sentence (or clause) tells as done is signing up, before the day, for what it names."""
+    m = _sentence_match(text, span, pattern)
+    if m is None or not _COMMITTED.search(text, m.start(), span[0]):
+        return False
+    rest = _COMMITTED.sub(" ", _sentence(text, span, pattern))
+    return not _DONE.search(rest) and not _PAST.search(rest)
 
 
 def _stepped(text: str, expr: TimeExpression, now: datetime, *, weeks: int) -> tuple[datetime, datetime]:
