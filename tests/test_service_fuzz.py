@@ -4,7 +4,7 @@ scripts) as well as ASCII, then a stateful run that chains operations (add a fac
 it, read the diary...). Counts every request by status; asserts 0 responses >= 500 and 0 hangs.
 
 The size is bounded by KIOKU_FUZZ_EXAMPLES (examples per operation and mode, default 15); the counts
-are printed (`pytest -s`)."""
+are printed (`pytest -s -n0`: xdist workers swallow -s)."""
 
 from __future__ import annotations
 
