@@ -99,3 +99,15 @@ def test_files_and_postgres_read_many_turns_alike(both):
     got = [[(e.id, e.user, e.assistant, e.at) for e in o.admin.diary_turns("amy", asked)] for o in (files, pg)]
     assert [g[0] for g in got[0]] == ["t005", "t001", "t047"]
     assert got[0] == got[1]
+
+
+def test_an_edited_turn_is_dated_again_alike(both):
+    """Editing a turn's text re-resolves its dates against the turn's own time, on both backends."""
+    at = datetime(2026, 8, 10, 21, 0, tzinfo=TZ)
+    for orch in both:
+        orch.record_turn("今天好累", "早点休息吧。", user_id="amy", at=at, turn_id="edit-1")
+        assert orch.flush(60)
+    edited = [o.admin.edit_turn("amy", "edit-1", user="昨天加班到很晚，周末要去爬山") for o in both]
+    read = [o.admin.diary_turns("amy", ["edit-1"])[0] for o in both]
+    expected = {"昨天": "2026-08-09", "周末": "2026-08-15–2026-08-16"}
+    assert [dict(e.dates) for e in edited + read] == [expected] * 4

@@ -9,8 +9,8 @@ search index in the same transaction.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Any
 
@@ -200,9 +200,11 @@ class PgDiaryTurns:
             return n
 
     def edit(self, user_id: str, turn_id: str, *, user: str | None = None, assistant: str | None = None,
-             tag: str | None = None) -> StoredTurn | None:
+             tag: str | None = None,
+             redate: Callable[[str, str, datetime], Sequence[tuple[str, str]]] | None = None) -> StoredTurn | None:
         """Change a live turn's texts or tag; None if there is no such turn. A text change marks
-        the turn's search row stale (the caller re-adds it with `PgTurnSearch.add`)."""
+        the turn's search row stale (the caller re-adds it with `PgTurnSearch.add`) and stores the
+        dates `redate(user, assistant, at)` resolves from the new texts, in the same transaction."""
         with self.db.tx() as conn:
             owner = self.owners.get(conn, user_id, create=False)
             if owner is None:
@@ -212,9 +214,17 @@ class PgDiaryTurns:
                 f"tag = coalesce(%s, tag) WHERE owner_id = %s AND turn_id = %s AND deleted_at IS NULL RETURNING {_COLUMNS}",
                 (user, assistant, tag, owner, turn_id),
             ).fetchone()
-            if row is not None and (user is not None or assistant is not None):
+            if row is None:
+                return None
+            turn = _row_to_turn(row)
+            if user is not None or assistant is not None:
                 tombstone(conn, owner, turn_id)
-            return None if row is None else _row_to_turn(row)
+                if redate is not None:
+                    dates = tuple({"text": t, "date": d} for t, d in redate(turn.user, turn.assistant, turn.at))
+                    conn.execute("UPDATE diary_turns SET resolved_dates = %s WHERE owner_id = %s AND turn_id = %s",
+                                 (Jsonb(list(dates)), owner, turn_id))
+                    turn = replace(turn, resolved_dates=dates)
+            return turn
 
     # -- digests of closed days ------------------------------------------------------------------
 

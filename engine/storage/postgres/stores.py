@@ -120,7 +120,7 @@ class PgDiaryStore:
             return
         at = turn.at.astimezone(self.tz).replace(microsecond=0)
         tag, _ = write_tag(turn.user, turn.assistant, llm=self.llm, prompts=self.prompts)
-        dates = resolve_dates([turn.user, turn.assistant], at, self.tz)
+        dates = self._dates_of(turn.user, turn.assistant, at)
         stored = StoredTurn(id=turn.id, at=at, user=turn.user, assistant=turn.assistant, tag=tag, chat_id=turn.chat_id,
                             resolved_dates=tuple({"text": t, "date": d} for t, d in dates))
         vectors = self._vectors([stored])  # outside any transaction: the slow part
@@ -190,12 +190,16 @@ class PgDiaryStore:
 
     def edit(self, user_id: str, turn_id: str, *, user: str | None = None, assistant: str | None = None,
              tag: str | None = None) -> DiaryEntry:
-        t = self.turns.edit(user_id, turn_id, user=user, assistant=assistant, tag=tag)
+        t = self.turns.edit(user_id, turn_id, user=user, assistant=assistant, tag=tag, redate=self._dates_of)
         if t is None:
             raise KeyError(f"no diary entry with id {turn_id!r} for user {user_id!r}")
         if user is not None or assistant is not None:
             self._index(user_id, [t])
         return t.to_entry()
+
+    def _dates_of(self, user: str, assistant: str, at: datetime) -> tuple[tuple[str, str], ...]:
+        """As the files diary dates a turn, written or edited: against the turn's own local time."""
+        return resolve_dates([user, assistant], at.astimezone(self.tz).replace(microsecond=0), self.tz)
 
     def search(self, user_id: str, text: str, *, start: datetime | None = None, end: datetime | None = None,
                k: int = 20) -> list[DiarySearchResult]:
