@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, time, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +32,7 @@ from engine.stores.base import Hit
 from engine.stores.core import CoreAdmin, CoreMemoryStore, Fact, FactNotFoundError, FactStoreBusyError, FactTextError
 from engine.stores.diary import DiaryEntry
 from engine.stores.diary.admin import DiaryAdminStore, DiarySearchResult
+from engine.stores.diary.dates import resolve_dates
 from engine.stores.worldbook import BookStatus, WorldBookStore, format_errors, validate_folder
 
 if TYPE_CHECKING:
@@ -303,6 +304,26 @@ class MemoryAdmin:
         turns = self.diary_store.reindex(user_id) if self._has("diary") else 0
         facts = self.facts.reindex(user_id) if self._has("core") else 0
         return ReindexReport(user_id, turns, facts)
+
+    def redate(self, user_id: str) -> int:
+        """Resolve every diary turn's dates again by the rules of this version (`kioku reindex
+        --dates`): a turn keeps the dates resolved when it was written, and later versions read some
+        expressions better. A turn whose dates change is rewritten as an edit of its own text (files:
+        its day file atomically, under the write lock). Returns how many turns changed."""
+        validate_id(user_id, kind="user id")
+        if not self._has("diary"):
+            return 0
+        tz, changed = self._orch.tz, 0
+        for day, _ in self.diary_store.day_counts(user_id):
+            start = datetime.combine(day, time(), tz)
+            for e in self.diary_store.entries(user_id, start, datetime.combine(day + timedelta(days=1), time(), tz)):
+                now = resolve_dates([e.user, e.assistant], e.at.astimezone(tz).replace(microsecond=0), tz)
+                if tuple(map(tuple, e.dates)) != tuple(now):
+                    self.diary_store.edit(user_id, e.id, user=e.user)
+                    changed += 1
+        if changed:
+            log.info("admin: re-dated %d diary turns of %s/%s", changed, self._orch.paths.root.name, user_id)
+        return changed
 
 
 def check_world_book_folder(folder: Path) -> str | None:

@@ -158,6 +158,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         for user in admin.user_ids():
             report = admin.reindex(user, progress=True)
             print(f"user {user}: diary {report.diary_turns} turns, core {report.facts} facts")
+            if args.dates:
+                print(f"user {user}: dates of {admin.redate(user)} turns resolved again")
     return 0
 
 
@@ -290,8 +292,10 @@ def _add_upkeep_commands(sub) -> None:
     p.add_argument("folder", type=Path)
 
     p = _register(sub, "reindex", cmd_reindex, help="delete a character's .cache and rebuild every derived index",
-                  example="kioku reindex xiaoyue")
+                  example="kioku reindex xiaoyue --dates")
     p.add_argument("character")
+    p.add_argument("--dates", action="store_true",
+                   help="also resolve every diary turn's dates again by this version's rules (rewrites the turns that change)")
     _common(p, user=False)
 
     p = _register(sub, "status", cmd_status,

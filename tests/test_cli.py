@@ -143,3 +143,30 @@ def test_user_errors_are_one_line_and_exit_2(cli_data, argv, expected):
     assert expected in lines[0], lines[0]
     assert lines[0].startswith("kioku")
     assert not (cli_data / "data/agents/xiaoyue/users/u1\n").exists()
+
+
+def test_reindex_dates_resolves_old_turns_again(tmp_path, capsys):
+    """Turns written by an earlier version keep the dates it resolved (here none, and a coming weekend
+    read as the last one); `kioku reindex --dates` resolves them again and rewrites only those."""
+    from datetime import datetime
+
+    import yaml
+
+    from engine.stores.diary.entry import DiaryEntry, format_entry
+
+    shutil.copytree(ROOT / "data/agents/xiaoyue", tmp_path / "agents/xiaoyue", ignore=shutil.ignore_patterns("users", ".cache"))
+    day = tmp_path / "agents/xiaoyue/users/amy/memorys/2026-11-20.yaml"
+    day.parent.mkdir(parents=True)
+    at = datetime.fromisoformat("2026-11-20T20:00:00+08:00")
+    old = [DiaryEntry("t1", at, "爬山", "昨天去爬山了", "累吗？"),
+           DiaryEntry("t2", at, "周末", "周末要过得开心点", "好呀", (("周末", "2026-11-14–2026-11-15"),)),
+           DiaryEntry("t3", at, "闲聊", "今天天气真好", "是呀")]
+    day.write_text("".join(format_entry(e) for e in old), encoding="utf-8")
+    before = day.read_text(encoding="utf-8")
+    assert main(["reindex", "xiaoyue", "--dates", "--data-dir", str(tmp_path)]) == 0
+    assert "user amy: dates of 2 turns resolved again" in capsys.readouterr().out
+    dates = {e["id"]: e.get("dates") for e in yaml.safe_load(day.read_text(encoding="utf-8"))}
+    assert dates == {"t1": [["昨天", "2026-11-19"]], "t2": [["周末", "2026-11-21–2026-11-22"]], "t3": None}
+    assert before.split("- id: \"t3\"")[1] == day.read_text(encoding="utf-8").split("- id: \"t3\"")[1]
+    assert main(["reindex", "xiaoyue", "--dates", "--data-dir", str(tmp_path)]) == 0
+    assert "user amy: dates of 0 turns resolved again" in capsys.readouterr().out
