@@ -62,20 +62,20 @@ _FUTURE = re.compile(
     r"\blooking forward\b|\buntil\b|\btill\b|\bupcoming\b|\bcoming up\b|\blet'?s\b",
     re.I,
 )
-# 了 marks the past except in set phrases that settle or agree ("说定了", "好了", "对了", "算了"); 过
-# after a verb (去过), not in 不过 (but) or 过生日 / 过节 (celebrate); 过得 tells how a time went
-# ("周末过得一般"), unless wished or willed ("要过得开心").
+# Chinese tells a thing done with 了, except in set phrases that settle or agree ("说定了", "好了", "对了",
+# "算了"); with 过 after a verb (去过), not in 不过 (but) or 过生日 / 过节 / 怎么过 (celebrate); with 过得,
+# how a time went ("周末过得一般"), unless wished or willed ("要过得开心").
+_ZH_DONE = r"(?<![定好对行算])了|(?<=[吃去做玩看说聊买见到听写读问讲])过|(?<![要会想能])过得|去年|上次|当时"
 _PAST = re.compile(
-    r"(?<![定好对行算])了|(?<=[吃去做玩看说聊买见到听写读问讲])过|(?<![要会想能])过得|去年|上次|那天|那时|当时|"
+    _ZH_DONE + r"|那天|那时|"
     r"\bwas\b|\bwere\b|\bdid\b|\bhad\b|\bwent\b|\blast\b|\bago\b|\bspent\b|\bused to\b|\bremember\b",
     re.I,
 )
-# What moves an expression back needs the event told as done: not 那天 ("感恩节那天有什么安排"), and
-# 过 only after a verb (吃过, 去过; 过节 / 怎么过 celebrate).
+# What moves an expression back needs the event told as done: not 那天 ("感恩节那天有什么安排").
 _IRREGULAR_PAST = ("ate|saw|got|made|took|met|told|said|bought|came|gave|found|felt|left|lost|ran|sat|slept|wore|"
                    "wrote|drank|sang|won|brought|thought|heard|paid")
 _DONE = re.compile(
-    r"(?<![定好对行算])了|(?<=[吃去做玩看说聊买见到听写读问讲])过|(?<![要会想能])过得|去年|上次|当时|"
+    _ZH_DONE + "|"
     r"\b(?:was|were|did|had|went|ago|spent)\b|\bused to\b|"
     rf"\b(?:i|we|you|he|she|they)\s+(?:\w+ed|read|{_IRREGULAR_PAST})\b",
     re.I,
@@ -85,7 +85,7 @@ _DONE = re.compile(
 # for a 10k on october 18" said on October 12th, "我订了12月20号的机票").
 _COMMITTED = re.compile(
     r"\b(?:signed up|registered|enrolled|entered|booked|reserved|(?:bought|got) (?:the |our |my )?tickets)"
-    r"(?:\s+(?:for|in|to)\b)?|报名了|报了名|报了|[预]?[订定]了|预约了|挂了号|(?:买|抢)到?了(?=[^，,。！？!?]{0,12}票)",
+    r"(?:\s+(?:for|in|to)\b)?|报名了|报了|预?[订定]了|预约了|挂了号|(?:买|抢)到?了(?=[^，,。！？!?]{0,12}票)",
     re.I)
 
 MAX_STEPS = 60
@@ -97,13 +97,18 @@ def _sentence_match(text: str, span: tuple[int, int],
     return next((m for m in pattern.finditer(text) if m.start() <= span[0] < m.end()), None)
 
 
-def _sentence(text: str, span: tuple[int, int], pattern: re.Pattern[str] = _SENTENCE) -> str:
-    """The sentence (or clause) holding `span`, from the last reported-speech lead-in before it."""
+def _told(text: str, span: tuple[int, int], pattern: re.Pattern[str] = _SENTENCE) -> tuple[int, int] | None:
+    """Where the sentence (or clause) holding `span` is, from the last reported-speech lead-in before it."""
     m = _sentence_match(text, span, pattern)
     if m is None:
-        return ""
+        return None
     lead = [r.end() for r in _REPORTED.finditer(text, m.start(), span[0])]
-    return text[lead[-1]:m.end()] if lead else m.group()
+    return (lead[-1] if lead else m.start()), m.end()
+
+
+def _sentence(text: str, span: tuple[int, int], pattern: re.Pattern[str] = _SENTENCE) -> str:
+    where = _told(text, span, pattern)
+    return text[where[0]:where[1]] if where else ""
 
 
 def speaks_of_future(text: str, span: tuple[int, int]) -> bool:
@@ -244,10 +249,10 @@ def resolve_past(text: str, expr: TimeExpression, *, now: datetime) -> tuple[dat
 
 def _committed_to(text: str, span: tuple[int, int], pattern: re.Pattern[str] = _SENTENCE) -> bool:
     """The only thing the sentence (or clause) tells as done is signing up, before the day, for what it names."""
-    m = _sentence_match(text, span, pattern)
-    if m is None or not _COMMITTED.search(text, m.start(), span[0]):
+    where = _told(text, span, pattern)
+    if where is None or not _COMMITTED.search(text, where[0], span[0]):
         return False
-    rest = _COMMITTED.sub(" ", _sentence(text, span, pattern))
+    rest = _COMMITTED.sub(" ", text[where[0]:where[1]])
     return not _DONE.search(rest) and not _PAST.search(rest)
 
 
