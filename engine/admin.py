@@ -308,8 +308,9 @@ class MemoryAdmin:
     def redate(self, user_id: str) -> int:
         """Resolve every diary turn's dates again by the rules of this version (`kioku reindex
         --dates`): a turn keeps the dates resolved when it was written, and later versions read some
-        expressions better. A turn whose dates change is rewritten as an edit of its own text (files:
-        its day file atomically, under the write lock). Returns how many turns changed."""
+        expressions better. A turn whose dates change is edited with nothing else changed, which dates
+        it again (files: its day file atomically, under the write lock; Postgres: its row, nothing
+        re-embedded). Returns how many turns changed."""
         validate_id(user_id, kind="user id")
         if not self._has("diary"):
             return 0
@@ -317,9 +318,8 @@ class MemoryAdmin:
         for day, _ in self.diary_store.day_counts(user_id):
             start = datetime.combine(day, time(), tz)
             for e in self.diary_store.entries(user_id, start, datetime.combine(day + timedelta(days=1), time(), tz)):
-                now = resolve_dates([e.user, e.assistant], e.at.astimezone(tz).replace(microsecond=0), tz)
-                if tuple(map(tuple, e.dates)) != tuple(now):
-                    self.diary_store.edit(user_id, e.id, user=e.user)
+                if e.dates != resolve_dates([e.user, e.assistant], e.at, tz):
+                    self.diary_store.edit(user_id, e.id)
                     changed += 1
         if changed:
             log.info("admin: re-dated %d diary turns of %s/%s", changed, self._orch.paths.root.name, user_id)

@@ -111,3 +111,24 @@ def test_an_edited_turn_is_dated_again_alike(both):
     read = [o.admin.diary_turns("amy", ["edit-1"])[0] for o in both]
     expected = {"昨天": "2026-08-09", "周末": "2026-08-15–2026-08-16"}
     assert [dict(e.dates) for e in edited + read] == [expected] * 4
+
+
+def test_reindex_dates_dates_a_stale_turn_again_alike(both):
+    """A turn whose stored dates are out of date (as an earlier version wrote them) is dated again by
+    `admin.redate` (`kioku reindex --dates`) on both backends, and only that turn."""
+    import re
+
+    at = datetime(2026, 8, 11, 21, 0, tzinfo=TZ)
+    for orch in both:
+        orch.record_turn("昨天加班到很晚", "辛苦了，早点睡。", user_id="amy", at=at, turn_id="stale-1")
+        assert orch.flush(60)
+    files, pg = both
+    day = files.paths.user("amy").diary_dir / "2026-08-11.yaml"
+    day.write_text(re.sub(r"(?m)^  dates: .*\n", "", day.read_text(encoding="utf-8")), encoding="utf-8")
+    files.store("diary").user("amy").refresh(force=True)
+    with pg.store("diary").turns.db.tx() as conn:
+        conn.execute("UPDATE diary_turns SET resolved_dates = '[]'::jsonb WHERE turn_id = 'stale-1'")
+    assert [dict(o.admin.diary_turns("amy", ["stale-1"])[0].dates) for o in both] == [{}, {}]
+    assert [o.admin.redate("amy") for o in both] == [1, 1]
+    assert [dict(o.admin.diary_turns("amy", ["stale-1"])[0].dates) for o in both] == [{"昨天": "2026-08-10"}] * 2
+    assert [o.admin.redate("amy") for o in both] == [0, 0]

@@ -202,9 +202,10 @@ class PgDiaryTurns:
     def edit(self, user_id: str, turn_id: str, *, user: str | None = None, assistant: str | None = None,
              tag: str | None = None,
              redate: Callable[[str, str, datetime], Sequence[tuple[str, str]]] | None = None) -> StoredTurn | None:
-        """Change a live turn's texts or tag; None if there is no such turn. A text change marks
-        the turn's search row stale (the caller re-adds it with `PgTurnSearch.add`) and stores the
-        dates `redate(user, assistant, at)` resolves from the new texts, in the same transaction."""
+        """Change a live turn's texts or tag and store the dates `redate(user, assistant, at)` resolves
+        from its texts, in one transaction; None if there is no such turn. A text change marks the
+        turn's search row stale (the caller re-adds it with `PgTurnSearch.add`); an edit that changes
+        nothing only dates the turn again (`kioku reindex --dates`)."""
         with self.db.tx() as conn:
             owner = self.owners.get(conn, user_id, create=False)
             if owner is None:
@@ -219,8 +220,9 @@ class PgDiaryTurns:
             turn = _row_to_turn(row)
             if user is not None or assistant is not None:
                 tombstone(conn, owner, turn_id)
-                if redate is not None:
-                    dates = tuple({"text": t, "date": d} for t, d in redate(turn.user, turn.assistant, turn.at))
+            if redate is not None:
+                dates = tuple({"text": t, "date": d} for t, d in redate(turn.user, turn.assistant, turn.at))
+                if dates != turn.resolved_dates:
                     conn.execute("UPDATE diary_turns SET resolved_dates = %s WHERE owner_id = %s AND turn_id = %s",
                                  (Jsonb(list(dates)), owner, turn_id))
                     turn = replace(turn, resolved_dates=dates)

@@ -198,8 +198,8 @@ class PgDiaryStore:
         return t.to_entry()
 
     def _dates_of(self, user: str, assistant: str, at: datetime) -> tuple[tuple[str, str], ...]:
-        """As the files diary dates a turn, written or edited: against the turn's own local time."""
-        return resolve_dates([user, assistant], at.astimezone(self.tz).replace(microsecond=0), self.tz)
+        """As the files diary dates a turn, written or edited: against the turn's own time."""
+        return resolve_dates([user, assistant], at, self.tz)
 
     def search(self, user_id: str, text: str, *, start: datetime | None = None, end: datetime | None = None,
                k: int = 20) -> list[DiarySearchResult]:
