@@ -88,6 +88,18 @@ CASES = [
     ("我报名了12月6号的马拉松，还没怎么练", "12月6号", "2026-12-06"),
     ("12月20号我订了机票", "12月20号", "2025-12-20"),  # the day of the act
     ("我买了12月20号的衣服", "12月20号", "2025-12-20"),
+    # and so is a day named after inviting, scheduling or arranging, a weekday too
+    ("I invited everyone to the party on Saturday", "on Saturday", "2026-11-21"),
+    ("I got invited to a party on Saturday", "on Saturday", "2026-11-21"),
+    ("I scheduled a dentist appointment on Monday", "on Monday", "2026-11-23"),
+    ("She invited me to her wedding on December 5", "December 5", "2026-12-05"),
+    ("我约了朋友周六吃饭", "周六", "2026-11-21"),
+    ("我们安排了周日去爬山", "周日", "2026-11-22"),
+    ("We planned a picnic on Sunday but it rained", "on Sunday", "2026-11-15"),  # the event told as done
+    ("I was invited to a party on Saturday and it was great", "on Saturday", "2026-11-14"),
+    ("On Saturday I invited everyone over", "On Saturday", "2026-11-14"),  # the day of the act
+    ("周六我约了朋友吃饭", "周六", "2026-11-14"),
+    ("我节约了周六的时间", "周六", "2026-11-14"),  # 节约: saving, not arranging
     # reported speech is told in its own tense
     ("He said he's coming for Thanksgiving", "Thanksgiving", "2026-11-26"),
     ("Mom asked if I'm free on Saturday", "on Saturday", "2026-11-21"),

@@ -77,15 +77,19 @@ _IRREGULAR_PAST = ("ate|saw|got|made|took|met|told|said|bought|came|gave|found|f
 _DONE = re.compile(
     _ZH_DONE + "|"
     r"\b(?:was|were|did|had|went|ago|spent)\b|\bused to\b|"
-    rf"\b(?:i|we|you|he|she|they)\s+(?:\w+ed|read|{_IRREGULAR_PAST})\b",
+    rf"\b(?:i|we|you|he|she|it|they)\s+(?:\w+ed|read|{_IRREGULAR_PAST})\b",
     re.I,
 )
 
-# A day named after signing up, booking or buying tickets is the event's day, not the act's ("i signed up
-# for a 10k on october 18" said on October 12th, "我订了12月20号的机票").
+# A day named after signing up, booking, buying tickets, inviting or arranging is the event's day, not the
+# act's ("i signed up for a 10k on october 18" said on October 12th, "I invited everyone to the party on
+# Saturday", "我订了12月20号的机票", "我约了朋友周六吃饭").
 _COMMITTED = re.compile(
-    r"\b(?:signed up|registered|enrolled|entered|booked|reserved|(?:bought|got) (?:the |our |my )?tickets)"
-    r"(?:\s+(?:for|in|to)\b)?|报名了|报了|预?[订定]了|预约了|挂了号|(?:买|抢)到?了(?=[^，,。！？!?]{0,12}票)",
+    r"\b(?:signed up|registered|enrolled|entered|booked|reserved|(?:bought|got) (?:the |our |my )?tickets|"
+    r"(?:(?:got|was|were|been) )?invited|scheduled|planned|arranged|confirmed|rsvp'?d|"
+    r"made (?:a |an |the |our |my )?(?:reservation|appointment|plans?))"
+    r"(?:\s+(?:for|in|to)\b)?|报名了|报了|预?[订定]好?了|(?<![节制违])约好?了|安排好?了|挂了号|"
+    r"(?:买|抢)到?了(?=[^，,。！？!?]{0,12}票)",
     re.I)
 
 MAX_STEPS = 60
@@ -140,7 +144,8 @@ def resolve_statement(
         return expr.start, expr.end
     sentence = _sentence(text, expr.span)
     if speaks_of_future(text, expr.span) or (week and (_plain_chinese_plan(sentence, expr, is_question)
-                                                       or _present_english_plan(text, sentence, expr, is_question))):
+                                                       or _present_english_plan(text, sentence, expr, is_question)
+                                                       or _committed_to(text, expr.span))):
         return _stepped(text, expr, now, weeks=1)
     # The past cue is read in the date's own clause: "正式答辩定下来了，6月20号上午" is settled, not past;
     # "情人节那天下雨" and "I met him in December" are.
