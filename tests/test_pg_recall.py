@@ -9,6 +9,7 @@ import pytest  # noqa: I001
 
 pytest.importorskip("psycopg", reason="the Postgres backend needs kioku[postgres]")  # before the imports below
 
+import re
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -116,8 +117,6 @@ def test_an_edited_turn_is_dated_again_alike(both):
 def test_reindex_dates_dates_a_stale_turn_again_alike(both):
     """A turn whose stored dates are out of date (as an earlier version wrote them) is dated again by
     `admin.redate` (`kioku reindex --dates`) on both backends, and only that turn."""
-    import re
-
     at = datetime(2026, 8, 11, 21, 0, tzinfo=TZ)
     for orch in both:
         orch.record_turn("昨天加班到很晚", "辛苦了，早点睡。", user_id="amy", at=at, turn_id="stale-1")

@@ -150,8 +150,7 @@ def resolve_statement(
     # The past cue is read in the date's own clause: "正式答辩定下来了，6月20号上午" is settled, not past;
     # "情人节那天下雨" and "I met him in December" are.
     clause = _sentence(text, expr.span, _CLAUSE)
-    if kind in _NEAREST_KINDS and ((not _PAST.search(clause) and not _DONE.search(clause))
-                                   or _committed_to(text, expr.span, _CLAUSE)):
+    if kind in _NEAREST_KINDS and (not _past_in(clause) or _committed_to(text, expr.span, _CLAUSE)):
         start, end = _stepped(text, expr, now, weeks=1)
         if start - now < now - expr.start:
             return start, end
@@ -253,12 +252,17 @@ def resolve_past(text: str, expr: TimeExpression, *, now: datetime) -> tuple[dat
 
 
 def _committed_to(text: str, span: tuple[int, int], pattern: re.Pattern[str] = _SENTENCE) -> bool:
-    """The only thing the sentence (or clause) tells as done is signing up, before the day, for what it names."""
+    """The only thing the sentence (or clause) tells as done is committing, before the day, to what it names
+    (signing up, booking, inviting, arranging: `_COMMITTED`)."""
     where = _told(text, span, pattern)
     if where is None or not _COMMITTED.search(text, where[0], span[0]):
         return False
-    rest = _COMMITTED.sub(" ", text[where[0]:where[1]])
-    return not _DONE.search(rest) and not _PAST.search(rest)
+    return not _past_in(_COMMITTED.sub(" ", text[where[0]:where[1]]))
+
+
+def _past_in(text: str) -> bool:
+    """Any past cue: a thing told as done, or a time told as gone (那天, "last", "remember")."""
+    return bool(_PAST.search(text) or _DONE.search(text))
 
 
 def _stepped(text: str, expr: TimeExpression, now: datetime, *, weeks: int) -> tuple[datetime, datetime]:

@@ -56,7 +56,12 @@ class StoredTurn:
     @classmethod
     def from_entry(cls, entry: DiaryEntry, *, chat_id: str = "default") -> "StoredTurn":
         return cls(id=entry.id, at=entry.at, user=entry.user, assistant=entry.assistant, tag=entry.tag,
-                   chat_id=chat_id, resolved_dates=tuple({"text": t, "date": d} for t, d in entry.dates))
+                   chat_id=chat_id, resolved_dates=dates_json(entry.dates))
+
+
+def dates_json(dates: Iterable[tuple[str, str]]) -> tuple[dict[str, str], ...]:
+    """(expression, date) pairs as the JSON objects `resolved_dates` holds (`StoredTurn.dates` reads them back)."""
+    return tuple({"text": t, "date": d} for t, d in dates)
 
 
 _COLUMNS = "turn_id, at, at_off, user_text, assistant_text, tag, chat_id, resolved_dates, deleted_at"
@@ -201,9 +206,9 @@ class PgDiaryTurns:
 
     def edit(self, user_id: str, turn_id: str, *, user: str | None = None, assistant: str | None = None,
              tag: str | None = None,
-             redate: Callable[[str, str, datetime], Sequence[tuple[str, str]]] | None = None) -> StoredTurn | None:
-        """Change a live turn's texts or tag and store the dates `redate(user, assistant, at)` resolves
-        from its texts, in one transaction; None if there is no such turn. A text change marks the
+             redate: Callable[[str, str, datetime], Iterable[tuple[str, str]]] | None = None) -> StoredTurn | None:
+        """Change a live turn's texts or tag and, given `redate`, store the dates `redate(user, assistant,
+        at)` resolves from its texts, in one transaction; None if there is no such turn. A text change marks the
         turn's search row stale (the caller re-adds it with `PgTurnSearch.add`); an edit that changes
         nothing only dates the turn again (`kioku reindex --dates`)."""
         with self.db.tx() as conn:
@@ -221,7 +226,7 @@ class PgDiaryTurns:
             if user is not None or assistant is not None:
                 tombstone(conn, owner, turn_id)
             if redate is not None:
-                dates = tuple({"text": t, "date": d} for t, d in redate(turn.user, turn.assistant, turn.at))
+                dates = dates_json(redate(turn.user, turn.assistant, turn.at))
                 if dates != turn.resolved_dates:
                     conn.execute("UPDATE diary_turns SET resolved_dates = %s WHERE owner_id = %s AND turn_id = %s",
                                  (Jsonb(list(dates)), owner, turn_id))

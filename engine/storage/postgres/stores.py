@@ -42,7 +42,7 @@ from engine.stores.diary.render import STORE, RangeTurns
 from engine.stores.diary.writing import write_tag
 from engine.storage.postgres.backend import PgBackend
 from engine.storage.postgres.core_repo import PgFactRepository
-from engine.storage.postgres.diary import PgDiaryTurns, StoredTurn
+from engine.storage.postgres.diary import PgDiaryTurns, StoredTurn, dates_json
 from engine.storage.postgres.mirror import PgSearchMirror, turn_vectors
 from engine.storage.postgres.search import IndexedTurn, PgTurnSearch
 
@@ -122,7 +122,7 @@ class PgDiaryStore:
         tag, _ = write_tag(turn.user, turn.assistant, llm=self.llm, prompts=self.prompts)
         dates = self._dates_of(turn.user, turn.assistant, at)
         stored = StoredTurn(id=turn.id, at=at, user=turn.user, assistant=turn.assistant, tag=tag, chat_id=turn.chat_id,
-                            resolved_dates=tuple({"text": t, "date": d} for t, d in dates))
+                            resolved_dates=dates_json(dates))
         vectors = self._vectors([stored])  # outside any transaction: the slow part
         if self.turns.append(turn.user_id, stored):
             self._index(turn.user_id, [stored], vectors)
