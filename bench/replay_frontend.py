@@ -25,7 +25,14 @@ replayed and their status codes, turns recorded per user and chat, and the check
 - identity: each identity the frontend sent is one kioku user, no text that only one user sent
   (or was answered) is in another user's files (diary, facts, windows, summary, journal), and no
   prompt kioku sent upstream holds texts of two users;
-- regenerate: a conversation the frontend sent again unchanged (a regenerate) left one turn;
+- regenerate: a conversation the frontend sent again unchanged left one turn;
+- deletions: a stored turn was replaced (regenerate, edit, continue) only when the request resent
+  the very conversation that turn was said in, with one exchange of it at least (or, with nothing
+  before it, sent no history and named its chat): two chats that begin alike are no evidence;
+- fed back: no prompt kioku sent upstream carries, in what kioku added, a reply the request is
+  replacing: an earlier reply to the same message after the same history (a swipe), or the
+  partial reply it continues;
+- twice: no prompt carries, in what kioku added, a reply that is already in the conversation it sends;
 - status: every answer is 200, or the refusal or upstream failure the pass expects.
 
 It exits 1 when a check fails. `--keep DIR` keeps the data folders and kioku's logs.
@@ -140,6 +147,20 @@ def shown_replies(lines: Sequence[Line]) -> dict[tuple[tuple[str, str], ...], st
     return replies
 
 
+def reply_for(said: tuple[tuple[str, str], ...], replies: dict[tuple[tuple[str, str], ...], str]) -> str | None:
+    """What the frontend showed after `said`; for a continue (`said` ends with a partial reply),
+    the rest of the reply it showed that starts with the partial one (the frontend joins the two
+    itself, SillyTavern with a space)."""
+    if said and said[-1][0] == "user":
+        return replies.get(said)
+    if len(said) >= 2 and said[-1][0] == "assistant" and said[-2][0] == "user":
+        shown = replies.get(said[:-1])
+        partial = said[-1][1]
+        if shown is not None and shown != partial and shown.startswith(partial):
+            return shown[len(partial):].lstrip()
+    return None
+
+
 # -- one pass -----------------------------------------------------------------------------------
 
 
@@ -152,6 +173,8 @@ class Exchange:
     headers: dict[str, str]
     reply: str
     error_code: str | None = None
+    prompt: dict[str, Any] | None = None
+    """The chat request kioku sent upstream for this one (None when it sent none)."""
 
     def kioku(self, name: str) -> str | None:
         value = self.headers.get(f"x-kioku-{name}")
@@ -203,7 +226,7 @@ def run_pass(p: Pass, replies: dict[tuple[tuple[str, str], ...], str], *, reprod
         with KiokuServe(p.config_path, env={"KIOKU_API_TOKEN": TOKEN}, log_file=p.log_path) as server, \
                 httpx.Client(timeout=120) as http:
             for line in p.lines:
-                answer = replies.get(spoken(line.body)) or f"(reply to request {line.seq})"
+                answer = reply_for(spoken(line.body), replies) or f"(reply to request {line.seq})"
                 upstream.rule = lambda body, answer=answer: answer
                 failing = reproduce_failures and line.status is not None and line.status >= 500
                 if failing:
@@ -212,6 +235,8 @@ def run_pass(p: Pass, replies: dict[tuple[tuple[str, str], ...], str], *, reprod
                 ex = send(http, server.url, line)
                 if failing and len(upstream.requests) == before:
                     upstream.clear()  # kioku did not call the upstream: drop the unused failure
+                sent_up = [b for b in upstream.requests[before:] if "messages" in b]
+                ex.prompt = sent_up[-1] if sent_up else None
                 p.exchanges.append(ex)
                 if ex.status == 200 and ex.kioku("request") == "conversation":
                     wait_for_diary(http, server.url, ex)
@@ -349,9 +374,11 @@ def check_all(exchanges: Sequence[Exchange], stores: dict[str, UserStore], repor
     session |= {ex.reply.strip() for ex in exchanges if ex.reply.strip()}
     _check_statuses(exchanges, report, expect_refused=expect_refused)
     _report_turns(stores, report)
-    _check_housekeeping(stores, session, report)
+    _check_housekeeping(stores, session, report, _probes(exchanges))
     _check_identity(exchanges, stores, report)
     _check_regenerate(exchanges, stores, report)
+    _check_deletions(exchanges, report)
+    _check_fed_back(exchanges, report)
 
 
 def _check_statuses(exchanges: Sequence[Exchange], report: Report, *, expect_refused: bool) -> None:
@@ -382,7 +409,17 @@ def _report_turns(stores: dict[str, UserStore], report: Report) -> None:
                        + (", a summary" if store.summaries.get(chat) else ""))
 
 
-def _check_housekeeping(stores: dict[str, UserStore], session: set[str], report: Report) -> None:
+def _probes(exchanges: Sequence[Exchange]) -> set[str]:
+    """User texts of connection checks: a lone message not streamed, from a frontend that streams
+    its chat turns (SillyTavern's "Test Message")."""
+    streams = any(ex.line.body.get("stream") for ex in exchanges)
+    return {spoken(ex.line.body)[0][1] for ex in exchanges
+            if streams and not ex.line.body.get("stream") and len(ex.line.body.get("messages") or ()) == 1
+            and len(spoken(ex.line.body)) == 1}
+
+
+def _check_housekeeping(stores: dict[str, UserStore], session: set[str], report: Report,
+                        probes: set[str] = frozenset()) -> None:
     """No housekeeping request was recorded as a turn, fact or summary."""
     bad = []
     for user, store in stores.items():
@@ -390,7 +427,7 @@ def _check_housekeeping(stores: dict[str, UserStore], session: set[str], report:
         recorded += [(f"window {chat}", t[1]) for chat, w in store.windows.items() for t in w]
         recorded += [("fact", f) for f in store.facts] + [(f"summary {c}", s) for c, s in store.summaries.items() if s]
         for where, text in recorded:
-            why = housekeeping_reason(text, session)
+            why = housekeeping_reason(text, session) or ("a connection check's message" if text in probes else None)
             if why:
                 bad.append(f"{user} {where}: {text[:60]!r} ({why})")
     task_turns = sum(1 for s in stores.values() for t in s.diary if t[1].lstrip().startswith("### Task:"))
@@ -425,7 +462,10 @@ def _check_identity(exchanges: Sequence[Exchange], stores: dict[str, UserStore],
 
 
 def _check_regenerate(exchanges: Sequence[Exchange], stores: dict[str, UserStore], report: Report) -> None:
-    """Regenerate: the same conversation sent again by the same identity and chat is recorded once."""
+    """Regenerate: the same conversation sent again by the same identity and chat, with an exchange
+    before its message, is recorded once (a later continue of it replaces it again and counts as
+    it). A chat's first message sent again is no regenerate for sure: two chats may begin alike, and
+    each keeps its turn (see the deletions check)."""
     groups: dict[tuple, list[Exchange]] = defaultdict(list)
     for ex in exchanges:
         said_now = spoken(ex.line.body)
@@ -438,15 +478,102 @@ def _check_regenerate(exchanges: Sequence[Exchange], stores: dict[str, UserStore
     for group in resent:
         user = group[0].kioku("user") or ""
         ids = {ex.kioku("turn-id") for ex in group}
+        later = [ex for ex in exchanges if ex not in group and ex.kioku("replaces") in ids]
+        ids |= {ex.kioku("turn-id") for ex in later}
         store = stores.get(user)
         in_diary = [t for t in store.diary if t[0] in ids] if store else []
         in_window = [t for w in (store.windows.values() if store else ()) for t in w if t[0] in ids]
-        kinds = [ex.kioku("turn") for ex in group]
-        message = spoken(group[0].line.body)[-1][1]
+        kinds = [ex.kioku("turn") for ex in group + later]
+        before = _split(group[0])[0]
+        message = _split(group[0])[1]
+        seqs = ", ".join(str(ex.line.seq) for ex in group + later)
+        if not any(role == "assistant" and i and before[i - 1][0] == "user" for i, (role, _) in enumerate(before)):
+            report.say(f"  a chat's first message sent again: {message[:30]!r} (seq {seqs}, kioku: "
+                       f"{', '.join(k or '?' for k in kinds)}): {len(in_diary)} turns kept (two chats may begin alike)")
+            continue
         report.check(len(in_diary) == 1 and len(in_window) <= 1,
-                     f"regenerated {message[:30]!r} (seq {', '.join(str(ex.line.seq) for ex in group)}, kioku: "
-                     f"{', '.join(k or '?' for k in kinds)}): recorded {len(in_diary)}x in the diary, "
-                     f"{len(in_window)}x in a window")
+                     f"regenerated {message[:30]!r} (seq {seqs}, kioku: {', '.join(k or '?' for k in kinds)}): "
+                     f"recorded {len(in_diary)}x in the diary, {len(in_window)}x in a window")
+
+
+def _key(text: str) -> str:
+    """A text as compared across frontends' re-spacing: no white space."""
+    return "".join(text.split())
+
+
+def _probe(text: str) -> str:
+    """What finds a reply inside a prompt: its first 24 characters without white space (the diary
+    shortens long lines)."""
+    return _key(text)[:24]
+
+
+def _split(ex: Exchange) -> tuple[tuple[tuple[str, str], ...], str, str]:
+    """(the spoken messages before the last user message, that message, the partial reply after it)."""
+    said = spoken(ex.line.body)
+    last = max((i for i, (role, _) in enumerate(said) if role == "user"), default=None)
+    if last is None:
+        return said, "", ""
+    return said[:last], said[last][1], "".join(t for role, t in said[last + 1:] if role == "assistant")
+
+
+def _conversations(exchanges: Sequence[Exchange]) -> list[Exchange]:
+    return [ex for ex in exchanges if ex.status == 200 and ex.kioku("request") == "conversation"]
+
+
+def _check_deletions(exchanges: Sequence[Exchange], report: Report) -> None:
+    """A replaced turn: the request resent the conversation it was said in (see the docstring)."""
+    by_turn = {ex.kioku("turn-id"): ex for ex in _conversations(exchanges)}
+    bad, done = [], 0
+    for ex in _conversations(exchanges):
+        gone = ex.kioku("replaces")
+        if not gone:
+            continue
+        done += 1
+        old = by_turn.get(gone)
+        if old is None:
+            bad.append(f"seq {ex.line.seq} replaced {gone}, a turn not recorded in this replay")
+            continue
+        before = _split(ex)[0]
+        same_chat = [_key(t) for _, t in before] == [_key(t) for _, t in _split(old)[0]]
+        exchanged = any(role == "assistant" and i and before[i - 1][0] == "user" for i, (role, _) in enumerate(before))
+        named = sent_identity(ex.line)[1] is not None
+        if not same_chat or not (exchanged or (not before and named)):
+            why = "another conversation" if not same_chat else "a conversation with no exchange before it"
+            bad.append(f"seq {ex.line.seq} ({ex.kioku('turn')}) deleted the turn of seq {old.line.seq} "
+                       f"({_split(old)[1][:20]!r}) on the evidence of {why}")
+    report.check(not bad, f"deletions: {done} stored turns replaced, {len(bad)} on ambiguous evidence"
+                 + "".join(f"\n      {b}" for b in bad[:10]))
+
+
+def _injected(ex: Exchange) -> str:
+    """What kioku added to the client's messages in the prompt it sent upstream: its system
+    messages that the client did not send."""
+    if ex.prompt is None:
+        return ""
+    client = {_key(text_of(m.get("content"))) for m in ex.line.body.get("messages") or () if isinstance(m, dict)}
+    added = [_key(text_of(m.get("content"))) for m in ex.prompt.get("messages") or ()
+             if isinstance(m, dict) and m.get("role") == "system"]
+    return "\n".join(t for t in added if t not in client)
+
+
+def _check_fed_back(exchanges: Sequence[Exchange], report: Report) -> None:
+    """No replaced reply, and no reply already in the conversation, in what kioku injected."""
+    convs = _conversations(exchanges)
+    replaced, twice = [], []
+    for n, ex in enumerate(convs):
+        added = _injected(ex)
+        before, message, partial = _split(ex)
+        state = [_key(t) for _, t in before]
+        gone = [old.reply for old in convs[:n] if old.reply.strip() and _key(_split(old)[1]) == _key(message)
+                and [_key(t) for _, t in _split(old)[0]] == state]
+        gone = list(dict.fromkeys(gone + ([partial] if partial else [])))
+        replaced += [f"seq {ex.line.seq}: {g[:30]!r}" for g in gone if len(_probe(g)) >= 8 and _probe(g) in added]
+        twice += [f"seq {ex.line.seq}: {t[:30]!r}" for role, t in before
+                  if role == "assistant" and len(_probe(t)) >= 8 and _probe(t) in added]
+    report.check(not replaced, f"fed back: {len(replaced)} prompts carry a reply the request replaces"
+                 + "".join(f"\n      {b}" for b in replaced[:10]))
+    report.check(not twice, f"twice: {len(twice)} replies injected again beside the conversation that holds them"
+                 + "".join(f"\n      {b}" for b in twice[:10]))
 
 
 def own_texts(exchanges: Iterable[Exchange]) -> dict[str, set[str]]:

@@ -2,19 +2,27 @@
 
 Frontends keep their own copy of a chat and send it with every request; they also regenerate a
 reply, continue one, edit an earlier message or branch. `plan_turn` decides, from the client's
-messages and the last stored turns of the same chat, what the new request is:
+messages and the turns stored in the same chat's window, what the new request is:
 
 | kind | the client's messages | what is recorded |
 |---|---|---|
 | new | its history ends with the last stored turn (or it sends no history) | a new turn |
 | regenerate | the same user message as the last stored turn, whose reply the client dropped | replaces that turn |
-| edit | its history ends with the turn before the last stored one, the message differs | replaces the last turn |
+| edit | its history is the stored chat before the last turn, the message differs | replaces the last turn |
 | continue | it ends with a partial assistant reply to its last user message | replaces that turn when it is the stored one, with the reply appended |
 | branch | its history matches none of that | a new turn; the window follows the client |
 
+Replacing deletes a stored turn, so it is taken only on evidence (`_backs`): the client's history
+must show the stored chat up to the replaced turn, exchange for exchange, as far as both reach,
+and at least one exchange of it. Two chats that begin alike, or a frontend that sends every chat
+under one chat id, look like a regenerate by the last message alone; they are branches, and
+nothing is deleted. A turn that may be the one replaced but could not be confirmed is still kept
+out of the prompt (`TurnPlan.exclude`): the reply being swiped away is never fed back to the model
+as a memory.
+
 The window of the prompt is the client's history when it sent one, so an edited or branched chat
 is what the character sees; a client that sends only its new message gets the stored window.
-Pure: no I/O; texts are compared with whitespace collapsed.
+Pure: no I/O; texts are compared without white space (frontends re-space what they join).
 """
 
 from __future__ import annotations
@@ -64,6 +72,13 @@ class TurnPlan:
     """The id of the stored turn this one replaces (regenerate, edit, continue), else None."""
     prefix: str
     """Prepend to the upstream's reply when recording (a continued reply), else ''."""
+    exclude: frozenset[str] = frozenset()
+    """Stored turns kept out of this prompt: the one replaced, and one that may be (a reply the
+    client may be swiping away, when the evidence did not allow replacing it)."""
+
+
+STORED_TURNS = 64
+"""How many of the chat's last stored turns the planner compares with the client's history."""
 
 
 def read_client(messages: Sequence[tuple[str, str]]) -> ClientTurn | None:
@@ -78,52 +93,69 @@ def read_client(messages: Sequence[tuple[str, str]]) -> ClientTurn | None:
 
 
 def plan_turn(client: ClientTurn, stored: Sequence[StoredTurn], *, chat_known: bool) -> TurnPlan:
-    """What to do with `client` given the chat's last stored turns (oldest first, usually two).
+    """What to do with `client` given the chat's stored turns (oldest first, up to STORED_TURNS).
 
     `chat_known`: the client named its chat. Then a history-less request that repeats the chat's
     only turn is a regenerate of the first message; without a chat id, a client that sends only
     its new message is taken to rely on the engine's window, and repeating a message is just that."""
     last = stored[-1] if stored else None
-    before = stored[-2] if len(stored) >= 2 else None
-    tail = _tail(client.history)
+    earlier = stored[:-1]
     history = client.history or None
+    repeats = last is not None and _same(last.user, client.message)
+    maybe = frozenset({last.id}) if repeats and last is not None else frozenset()
 
     if client.prefix:
-        replaces = last.id if last is not None and _same(last.user, client.message) else None
-        return TurnPlan("continue", client.message, client.history, replaces, client.prefix)
+        if repeats and last is not None and _backs(client.history, earlier):
+            return TurnPlan("continue", client.message, client.history, last.id, client.prefix, maybe)
+        return TurnPlan("continue", client.message, client.history, None, client.prefix, maybe)
     if last is None:
         return TurnPlan("new", client.message, history, None, "")
-    if tail is not None and _same_turn(tail, last):
+    exchanges = _exchanges(client.history)
+    if exchanges and _same_turn(exchanges[-1], last):
         return TurnPlan("new", client.message, history, None, "")
     if not client.history:
-        if chat_known and len(stored) == 1 and _same(last.user, client.message):
-            return TurnPlan("regenerate", client.message, (), last.id, "")
+        if chat_known and not earlier and repeats:
+            return TurnPlan("regenerate", client.message, (), last.id, "", maybe)
         return TurnPlan("new", client.message, None, None, "")
-    if _same(last.user, client.message):
-        return TurnPlan("regenerate", client.message, client.history, last.id, "")
-    if tail is not None and before is not None and _same_turn(tail, before):
-        return TurnPlan("edit", client.message, client.history, last.id, "")
-    return TurnPlan("branch", client.message, client.history, None, "")
+    if _backs(client.history, earlier):
+        if repeats:
+            return TurnPlan("regenerate", client.message, client.history, last.id, "", maybe)
+        return TurnPlan("edit", client.message, client.history, last.id, "", frozenset({last.id}))
+    return TurnPlan("branch", client.message, client.history, None, "", maybe)
 
 
-def _tail(history: Sequence[Message]) -> tuple[str, str] | None:
-    if len(history) >= 2 and history[-2]["role"] == "user" and history[-1]["role"] == "assistant":
-        return history[-2]["content"], history[-1]["content"]
-    return None
+def _backs(history: Sequence[Message], earlier: Sequence[StoredTurn]) -> bool:
+    """Whether the client's history shows the stored turns before a replaced one: its exchanges
+    and those turns agree, aligned at their ends, over all that both hold (the client may hold
+    more: a greeting, turns the window let go; or fewer: it cut its context), and they share one
+    exchange at least. A chat stored with no turn before the replaced one has nothing to show."""
+    exchanges = _exchanges(history)
+    n = min(len(exchanges), len(earlier))
+    if n == 0:
+        return False
+    return all(_same_turn(pair, turn) for pair, turn in zip(exchanges[-n:], earlier[-n:]))
 
 
-def _norm(text: str) -> str:
-    return " ".join(_THINK.sub("", text).split())
+def _exchanges(history: Sequence[Message]) -> list[tuple[str, str]]:
+    """(user, reply) for each assistant message that answers the user message just before it."""
+    return [(history[i - 1]["content"], m["content"]) for i, m in enumerate(history)
+            if i and m["role"] == "assistant" and history[i - 1]["role"] == "user"]
+
+
+def normalize(text: str) -> str:
+    """A text as compared: reasoning blocks dropped, no white space (a frontend joins a continued
+    reply with a space, re-wraps lines or trims them; the words are the same)."""
+    return "".join(_THINK.sub("", text).split())
 
 
 def _same(a: str, b: str) -> bool:
-    return _norm(a) == _norm(b)
+    return normalize(a) == normalize(b)
 
 
 def _same_turn(pair: tuple[str, str], turn: StoredTurn) -> bool:
     if not _same(pair[0], turn.user):
         return False
-    mine, theirs = _norm(pair[1]), _norm(turn.assistant)
+    mine, theirs = normalize(pair[1]), normalize(turn.assistant)
     if mine == theirs or (len(mine) >= _SAME_REPLY_PREFIX and mine[:_SAME_REPLY_PREFIX] == theirs[:_SAME_REPLY_PREFIX]):
         return True
     short, long = sorted((mine, theirs), key=len)

@@ -18,7 +18,7 @@ import functools
 import logging
 import secrets
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import partial
@@ -47,6 +47,7 @@ from engine.paths import CharacterPaths, validate_id
 from engine.prompts import Prompts
 from engine.retrieval import Reader
 from engine.shortterm import DEFAULT_CHAT, ShortTermMemory, newest_lines, validate_chat_id
+from engine.shortterm.memory import turn_of
 from engine.shortterm.turns import RecentTurn, history_window, recent_turns
 from engine.stores.base import Hit, Message, Store, Turn
 from engine.tokens import count_tokens, truncate_tokens
@@ -173,19 +174,25 @@ class MemoryOrchestrator:
         chat_id: str | None = None,
         history: Sequence[Mapping[str, Any]] | None = None,
         now: datetime | None = None,
+        exclude_turns: Collection[str] = (),
     ) -> PromptResult:
         """The messages for the LLM. The conversation is `history` (the OpenAI-format messages the
         client sent before `message`) when given, else the stored window of (user, chat); either
-        is trimmed to the window budget. The summary is that chat's."""
+        is trimmed to the window budget. The summary is that chat's. `exclude_turns`: stored turns
+        that must not come back (the one a regenerated or continued reply replaces): not from the
+        window, not as diary lines, not as facts that only they stated."""
         started = time.perf_counter()
         self._check_open()
         validate_id(user_id, kind="user id")
         chat = _chat(chat_id)
         now = self._local(now)
+        exclude = frozenset(exclude_turns)
         self.journal.touch(user_id)
         state = self.short_term.state(user_id, chat_id=chat)
         if history is None:
             window = self.short_term.window(user_id, chat_id=chat, state=state)
+            if exclude:
+                window = [m for m in window if turn_of(m.id) not in exclude]
         else:
             window = history_window(
                 history, max_messages=self.config.short_term.max_messages, max_tokens=self.config.short_term.max_tokens
@@ -197,7 +204,7 @@ class MemoryOrchestrator:
 
         # One embedding call for the query and every store's extra pieces, then every store.
         hits_by_tier, diagnostics, timings = self._retrieve_all(
-            message, user_id=user_id, now=now, recent=recent, text=query_text, since_last=since_last
+            message, user_id=user_id, now=now, recent=recent, text=query_text, since_last=since_last, exclude=exclude
         )
         diagnostics = [*diagnostics, *(f"short_term: {p}" for p in state.problems), *self.journal.diagnostics(user_id)]
         budget = Budget(self.config.retrieval.budget_tokens, self.config.retrieval.caps.model_dump())
@@ -244,11 +251,12 @@ class MemoryOrchestrator:
 
     def _retrieve_all(
         self, message: str, *, user_id: str, now: datetime, recent: Sequence[Message], text: str,
-        since_last: timedelta | None = None,
+        since_last: timedelta | None = None, exclude: frozenset[str] = frozenset(),
     ) -> tuple[dict[str, list[Hit]], list[str], dict[str, float]]:
         """Embed once and ask every store, under admission control and per-store time limits
         (engine/retrieval.py); an embedder failure degrades to the stores that need no vector."""
-        read = self._reader.read(message, user_id=user_id, now=now, recent=recent, text=text, since_last=since_last)
+        read = self._reader.read(message, user_id=user_id, now=now, recent=recent, text=text, since_last=since_last,
+                                 exclude=exclude)
         return read.hits_by_tier, list(read.diagnostics), dict(read.timings_ms)
 
     # -- writing -------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """Real frontend traffic replayed through a real `kioku serve` (bench/replay_frontend.py): every
-recording in tests/fixtures/recordings/ (a real Open WebUI 0.12.4 browser session: two accounts,
-two chats, a regenerate, title/tag/follow-up requests) must leave 0 housekeeping turns, disjoint
-users, and a regenerated reply recorded once."""
+recording in tests/fixtures/recordings/ must pass every check of the replay. They are a real Open
+WebUI 0.12.4 browser session (two accounts, two chats, a regenerate, title/tag/follow-up requests)
+and a real SillyTavern 1.12.6 session (swipe, continue, impersonate, summarize, the "Test Message"
+button, two new chats that begin alike): 0 housekeeping turns, disjoint users, a regenerated
+reply recorded once, no turn deleted on ambiguous evidence, no replaced reply fed back."""
 
 from __future__ import annotations
 

@@ -131,12 +131,12 @@ class TestChat:
         has no `user` field (the field comes first, see the README's identity order)."""
         url, upstream, data_dir, _ = svc
         c = client(url, default_headers={"X-Kioku-User": "carol", "X-Kioku-Character": "xiaoyue"})
-        c.chat.completions.create(model="gpt-x", messages=[{"role": "user", "content": "你好"}])
+        c.chat.completions.create(model="gpt-x", messages=[{"role": "user", "content": "你好，今天雾好大"}])
         assert upstream.requests[-1]["model"] == "gpt-x"
-        assert history(data_dir, "carol") == ["你好", "echo: 你好"]
-        c.chat.completions.create(model="gpt-x", user="dora", messages=[{"role": "user", "content": "在吗"}])
-        assert history(data_dir, "dora") == ["在吗", "echo: 在吗"]
-        assert history(data_dir, "carol") == ["你好", "echo: 你好"]
+        assert history(data_dir, "carol") == ["你好，今天雾好大", "echo: 你好，今天雾好大"]
+        c.chat.completions.create(model="gpt-x", user="dora", messages=[{"role": "user", "content": "在吗？我刚下班"}])
+        assert history(data_dir, "dora") == ["在吗？我刚下班", "echo: 在吗？我刚下班"]
+        assert history(data_dir, "carol") == ["你好，今天雾好大", "echo: 你好，今天雾好大"]
 
     def test_sampling_parameters_are_forwarded(self, svc):
         url, upstream, _, _ = svc
@@ -459,14 +459,14 @@ class TestMemoryAPI:
 
     def test_short_term_state(self, svc):
         url, _, _, _ = svc
-        client(url).chat.completions.create(model="xiaoyue", user="kim", messages=[{"role": "user", "content": "你好"}])
+        client(url).chat.completions.create(model="xiaoyue", user="kim", messages=[{"role": "user", "content": "你好，今天雾好大"}])
         r = httpx.get(f"{url}/v1/characters/xiaoyue/users/kim/short-term", headers=self.headers(), timeout=60)
-        assert [m["content"] for m in r.json()["messages"]] == ["你好", "echo: 你好"]
-        client(url).chat.completions.create(model="xiaoyue", user="kim", messages=[{"role": "user", "content": "另一个"}],
+        assert [m["content"] for m in r.json()["messages"]] == ["你好，今天雾好大", "echo: 你好，今天雾好大"]
+        client(url).chat.completions.create(model="xiaoyue", user="kim", messages=[{"role": "user", "content": "另一个聊天里的话"}],
                                             extra_body={"metadata": {"chat_id": "c2"}})
         other = httpx.get(f"{url}/v1/characters/xiaoyue/users/kim/short-term", headers=self.headers(), timeout=60,
                           params={"chat": "c2"})
-        assert [m["content"] for m in other.json()["messages"]] == ["另一个", "echo: 另一个"]
+        assert [m["content"] for m in other.json()["messages"]] == ["另一个聊天里的话", "echo: 另一个聊天里的话"]
         bad = httpx.get(f"{url}/v1/characters/xiaoyue/users/kim/short-term", headers=self.headers(), timeout=60,
                         params={"chat": "  "})
         assert bad.status_code == 400, bad.text

@@ -23,7 +23,6 @@ import yaml
 
 from engine.fake_openai import FakeOpenAIServer
 from engine.orchestrator import MemoryOrchestrator
-from engine.service.port import OrchestratorPort
 from engine.service.testing import KiokuServe, copy_demo
 
 FIXTURES = Path(__file__).parent / "fixtures" / "frontends"
@@ -125,18 +124,15 @@ def serve(tmp_path: Path, upstream: FakeOpenAIServer, service: dict, env: dict) 
     return KiokuServe(path, env={"KIOKU_API_TOKEN": None, **env}, log_file=tmp_path / "serve.log")
 
 
-def check_decisions(replay: Replay, *, regenerate_supported: bool) -> None:
+def check_decisions(replay: Replay) -> None:
     for line, r, _ in replay.results:
         expect = line["expect"]
         assert r.headers["x-kioku-request"] == expect["request"], f"line {line['seq']} ({line['note']})"
         turn = expect.get("turn")
-        if turn and (regenerate_supported or turn == "continue"):
+        if turn:
             assert r.headers["x-kioku-turn"] == turn, f"line {line['seq']} ({line['note']})"
 
 
-# Whether the orchestrator takes the per-chat contract (journal's part); until it does, the service
-# records every conversation request as a new turn, so regenerate cannot be checked end to end.
-REGENERATE_SUPPORTED = not OrchestratorPort.missing_in(MemoryOrchestrator)
 
 
 @pytest.mark.timeout(300)
@@ -163,7 +159,7 @@ class TestOpenWebUI:
         # What the upstream saw for bo's question about his name and food: nothing of ali's.
         question = next(b for b in upstream.requests if b.get("stream") and "你记得我叫什么" in json.dumps(b, ensure_ascii=False))
         assert "抹茶" not in json.dumps(question, ensure_ascii=False)
-        check_decisions(replay, regenerate_supported=REGENERATE_SUPPORTED)
+        check_decisions(replay)
 
     def test_forwarded_headers_keep_bob_and_alice_apart(self, tmp_path, upstream):
         """ENABLE_FORWARD_USER_INFO_HEADERS=True and kioku trusting them: each person and chat is named."""
@@ -185,9 +181,8 @@ class TestOpenWebUI:
         assert "housekeeping (open-webui task prompt)" in log_text and "conversation (new)" in log_text
         chats = {unquote(r.headers["x-kioku-chat"]) for line, r, _ in replay.results}
         assert "22b914b1-e5a1-4f87-a1c6-8d6194142815" in chats and "default" not in chats
-        check_decisions(replay, regenerate_supported=REGENERATE_SUPPORTED)
-        if REGENERATE_SUPPORTED:
-            assert diary_turns(data_dir, bob).count("昨天我们聊了什么？") == 1, "the regenerated message is recorded twice"
+        check_decisions(replay)
+        assert diary_turns(data_dir, bob).count("昨天我们聊了什么？") == 1, "the regenerated message is recorded twice"
 
     def test_trusting_frontend_headers_refuses_requests_that_name_nobody(self, tmp_path, upstream):
         server = serve(tmp_path, upstream, {"trusted_headers": ["kioku", "openwebui"]}, {"KIOKU_API_TOKEN": "shared-token"})
@@ -221,7 +216,7 @@ class TestOtherFrontends:
             for line in lines:
                 replay.send(line)
             replay.close()
-        check_decisions(replay, regenerate_supported=REGENERATE_SUPPORTED)
+        check_decisions(replay)
         assert not [m for m in TASK_MARKERS if m in all_user_text(tmp_path / "data")]
         for (line, r, _), sent in zip(replay.results, upstream.requests, strict=True):
             if line["expect"]["request"] == "housekeeping":

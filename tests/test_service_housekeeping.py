@@ -314,3 +314,26 @@ def test_over_http(svc, extra, headers, message, kind, reason, stream):
         assert history(data_dir, user) == []
     else:
         assert len(sent) > 1 and message in history(data_dir, user)
+
+
+PROBES = [
+    ([("user", "Hi")], False, "housekeeping"),
+    ([("user", "test")], False, "housekeeping"),
+    ([("user", "你好")], False, "housekeeping"),
+    ([("user", "Hello there!")], False, "housekeeping"),
+    # A chat frontend streams its turns (Open WebUI's first message has no persona and no history).
+    ([("user", "你好")], True, "conversation"),
+    ([("user", "Hi")], True, "conversation"),
+    # Anything that makes it a conversation: a persona, history, or a message with something to say.
+    ([("system", "你是小月。"), ("user", "Hi")], False, "conversation"),
+    ([("assistant", "欢迎光临～"), ("user", "Hi")], False, "conversation"),
+    ([("user", "我叫阿丽，最喜欢抹茶蛋糕。")], False, "conversation"),
+    ([("user", "what did we talk about yesterday?")], False, "conversation"),
+]
+
+
+@pytest.mark.parametrize(("messages", "streamed", "kind"), PROBES,
+                         ids=[f"{m[-1][1]}-{'stream' if s else 'plain'}-{len(m)}" for m, s, _ in PROBES])
+def test_a_connection_check_is_housekeeping(messages, streamed, kind):
+    """SillyTavern's "Test Message" sends {"messages":[{"role":"user","content":"Hi"}],"stream":false}."""
+    assert classify(messages, streamed=streamed).kind == kind

@@ -83,10 +83,10 @@ class TestChatWithAnyId:
             for i, how in enumerate(HOW):
                 fields, headers = send_user(how, "ü")
                 r = c.post(f"{server.url}/v1/chat/completions", headers={**AUTH, **headers},
-                           json={"model": "xiaoyue", "messages": [{"role": "user", "content": f"one user {i}"}], **fields})
+                           json={"model": "xiaoyue", "messages": [{"role": "user", "content": f"one user, message number {i}"}], **fields})
                 assert r.status_code == 200, r.text
         mine = [m for m in history(data_dir, "xiaoyue", "ü") if m.startswith("one user")]
-        assert mine == [f"one user {i}" for i in range(len(HOW))]
+        assert mine == [f"one user, message number {i}" for i in range(len(HOW))]
         assert "Ã¼" not in users(data_dir, "xiaoyue")
 
     def test_official_client_with_chinese_ids(self, svc):
@@ -154,11 +154,11 @@ class TestNothingRecordedTwice:
         server, upstream, data_dir = svc
         started = server.done.count
         upstream.push(Delay(1.5, "late reply"))
-        body = {"model": "xiaoyue", "user": "重试", "messages": [{"role": "user", "content": "在吗？"}]}
+        body = {"model": "xiaoyue", "user": "重试", "messages": [{"role": "user", "content": "在吗？我想跟你说件事。"}]}
         with pytest.raises(httpx.ReadTimeout):
             httpx.post(f"{server.url}/v1/chat/completions", headers=AUTH, json=body, timeout=0.5)
         assert server.done.wait_for(started + 1), "the server never finished the abandoned request"
         assert history(data_dir, "xiaoyue", "重试") == []
         r = httpx.post(f"{server.url}/v1/chat/completions", headers=AUTH, json=body, timeout=30)
         assert r.status_code == 200
-        assert history(data_dir, "xiaoyue", "重试") == ["在吗？", "echo: 在吗？"]
+        assert history(data_dir, "xiaoyue", "重试") == ["在吗？我想跟你说件事。", "echo: 在吗？我想跟你说件事。"]

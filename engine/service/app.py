@@ -29,7 +29,6 @@ from engine.service.auth import BodyLimit, LoopbackGuard, make_auth
 from engine.service.errors import CatchAll, ServiceError, install_error_handlers
 from engine.service.housekeeping import compile_patterns
 from engine.service.identity import IdentityPolicy, TokenTable
-from engine.service.port import OrchestratorPort
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +43,6 @@ class Registry:
         self.config = config
         self.embedder = embedder
         self._open: dict[str, MemoryOrchestrator] = {}
-        self._ports: dict[str, OrchestratorPort] = {}
         self._names: dict[str, tuple[int, str]] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -71,17 +69,6 @@ class Registry:
                 cached = self._names[cid] = (stamp, shown)
             out[cid] = cached[1]
         return out
-
-    def port(self, character_id: str) -> OrchestratorPort:
-        orch = self.get(character_id)
-        port = self._ports.get(character_id)
-        if port is None or port.orch is not orch:
-            port = self._ports[character_id] = OrchestratorPort(orch)
-            missing = OrchestratorPort.missing_in(orch)
-            if missing:
-                log.warning("the orchestrator lacks %s: chat windows and regenerate are not applied yet "
-                            "(every conversation request is recorded as a new turn)", ", ".join(missing))
-        return port
 
     def exists(self, character_id: str) -> bool:
         try:

@@ -15,7 +15,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import openai
 from fastapi import APIRouter, Request
@@ -23,18 +23,15 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from engine.config import LLMConfig
-from engine.conversation import TurnPlan, plan_turn, read_client
-from engine.orchestrator import new_turn_id
+from engine.conversation import STORED_TURNS, StoredTurn, TurnPlan, plan_turn, read_client
+from engine.orchestrator import MemoryOrchestrator, new_turn_id
 from engine.service.errors import ServiceError
 from engine.service.headers import encode_header_value, header_text
 from engine.service.housekeeping import METADATA_KEY, REQUEST_HEADER, classify
 from engine.service.identity import IDENTITY_HEADERS, Identity, Principal, resolve
 from engine.service.models import ChatCompletionRequest, ErrorResponse, ModelCard, ModelList
-from engine.service.port import OrchestratorPort
 from engine.service.selection import CHARACTER_HEADER, select
 
-if TYPE_CHECKING:
-    from engine.service.app import Registry
 from engine.service.upstream import upstream_client, upstream_error
 
 log = logging.getLogger(__name__)
@@ -86,14 +83,15 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any
     metadata = body.metadata if isinstance(body.metadata, dict) else {}
     override = sent[REQUEST_HEADER] or (str(metadata[METADATA_KEY]) if metadata.get(METADATA_KEY) is not None else None)
     pairs = [(m.role, m.text()) for m in body.messages]
-    decision = classify(pairs, override=override, rules=request.app.state.housekeeping_rules)
+    decision = classify(pairs, override=override, rules=request.app.state.housekeeping_rules,
+                        streamed=bool(body.stream))
     client_turn = None if decision.housekeeping else read_client(pairs)
     if not decision.housekeeping and client_turn is None:
         raise ServiceError(400, "the request has no user message with text: the last 'user' message is the new turn",
                            code="no_user_message")
 
-    port = await _port(registry, sel.character)
-    llm = port.orch.config.llm
+    orch = await run_in_threadpool(registry.get, sel.character)
+    llm = orch.config.llm
     client = upstream_client(request, llm)
     headers = {"X-Kioku-Character": encode_header_value(sel.character), "X-Kioku-User": encode_header_value(who.user),
                "X-Kioku-User-Source": who.user_source, "X-Kioku-Chat": encode_header_value(who.chat),
@@ -107,9 +105,12 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any
                           decision.reason)
     else:
         assert client_turn is not None
-        stored = await port.recent_turns(user=who.user, chat=who.chat)
+        recent = await orch.arecent_turns(who.user, chat_id=who.chat, n=STORED_TURNS)
+        stored = [StoredTurn(t.id, t.user, t.assistant) for t in recent]
         plan = plan_turn(client_turn, stored, chat_known=who.chat_source != "default")
-        result = await port.build_prompt(plan.message, user=who.user, chat=who.chat, history=plan.history)
+        result = await orch.abuild_prompt(plan.message, user_id=who.user, chat_id=who.chat,
+                                          history=None if plan.history is None else list(plan.history),
+                                          exclude_turns=plan.exclude)
         messages = build_messages(result.messages, body, config.service.client_system)
         if plan.prefix:
             messages.append({"role": "assistant", "content": plan.prefix})  # the reply to continue
@@ -117,7 +118,7 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any
         headers.update({"X-Kioku-Turn": plan.kind, "X-Kioku-Turn-Id": turn_id})
         if plan.replaces:
             headers["X-Kioku-Replaces"] = plan.replaces
-        record = _recorder(port, plan, who, turn_id, where)
+        record = _recorder(orch, plan, who, turn_id, where)
 
     params: dict[str, Any] = {"temperature": llm.temperature, "max_tokens": llm.max_tokens}
     params.update({k: getattr(body, k) for k in _SAMPLING if getattr(body, k) is not None})
@@ -134,10 +135,6 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any
                              headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
-async def _port(registry: Registry, character: str) -> OrchestratorPort:
-    return await run_in_threadpool(registry.port, character)
-
-
 def _text(value: str) -> str:
     """`value` as encodable text: an upstream may send a lone surrogate escape; it becomes '?'."""
     return value if value.isascii() else value.encode("utf-8", "replace").decode("utf-8")
@@ -150,10 +147,10 @@ class TextJSONResponse(JSONResponse):
         return json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")
 
 
-def _recorder(port: OrchestratorPort, plan: TurnPlan, who: Identity, turn_id: str, where: str) -> Record:
+def _recorder(orch: MemoryOrchestrator, plan: TurnPlan, who: Identity, turn_id: str, where: str) -> Record:
     async def record(reply: str) -> None:
-        await port.record(plan.message, _text(plan.prefix + reply), user=who.user, chat=who.chat, turn_id=turn_id,
-                          replaces=plan.replaces)
+        await orch.arecord_turn(plan.message, _text(plan.prefix + reply), user_id=who.user, chat_id=who.chat,
+                                turn_id=turn_id, replaces=plan.replaces)
         replaced = f", replacing {plan.replaces}" if plan.replaces else ""
         requests_log.info("%s: conversation (%s): recorded turn %s%s", where, plan.kind, turn_id, replaced)
 

@@ -32,7 +32,11 @@ decision, first match wins:
 6. a template's slot (`_ends_in_slot`): the last message ends in the label of what the model is to
    write ("New summary:", "Standalone task:", "独立问题:", a lone "Output:"), or in a short label
    after a filled one of the template's; a person's "我跟你说：" or list ending in "你觉得：" is none;
-7. otherwise a conversation turn.
+7. a connection check (`_is_probe`): one short user message ("Hi", "test", "你好") with no system
+   prompt and no history, not streamed, as SillyTavern's "Test Message" and other frontends' API
+   checks send it. A chat frontend streams its turns and sends a persona or history with them;
+   a bare client that wants such a message recorded says so with the override;
+8. otherwise a conversation turn.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from typing import Literal
 
 from engine.errors import ConfigError
 from engine.service.errors import ServiceError
+from engine.tokens import count_tokens
 
 REQUEST_HEADER = "X-Kioku-Request"
 METADATA_KEY = "kioku_request"
@@ -224,9 +229,10 @@ def compile_patterns(patterns: Iterable[str]) -> tuple[Rule, ...]:
 
 
 def classify(messages: Sequence[tuple[str, str]], *, override: str | None = None,
-             rules: Sequence[Rule] = ()) -> Decision:
+             rules: Sequence[Rule] = (), streamed: bool = True) -> Decision:
     """Decide for `messages` as (role, text) pairs, oldest first. `rules` are the configured patterns
-    (tried before the built-in RULES); `override` is the explicit value from the header or metadata."""
+    (tried before the built-in RULES); `override` is the explicit value from the header or metadata;
+    `streamed`: the client asked for the answer as a stream."""
     if override is not None:
         kind = override.strip().lower()
         if kind not in ("conversation", "housekeeping"):
@@ -246,7 +252,21 @@ def classify(messages: Sequence[tuple[str, str]], *, override: str | None = None
         return Decision("housekeeping", task.name)
     if messages and messages[-1][0] != "assistant" and _ends_in_slot(messages[-1][1]):
         return Decision("housekeeping", "ends in a slot for the model to fill (a template)")
+    if not streamed and _is_probe(messages):
+        return Decision("housekeeping", "connection check (one short message, no persona, no history)")
     return Decision("conversation", "conversation turn")
+
+
+PROBE_MAX_TOKENS = 4
+"""A greeting or a word ("Hi", "test", "Hello there!", "你好呀"); "我叫阿丽" already says something."""
+
+
+def _is_probe(messages: Sequence[tuple[str, str]]) -> bool:
+    """Rule 7: a lone short user message, nothing else with text."""
+    said = [(role, text.strip()) for role, text in messages if text.strip()]
+    if len(said) != 1 or said[0][0] != "user":
+        return False
+    return count_tokens(said[0][1]) <= PROBE_MAX_TOKENS
 
 
 # Rule 6, a template's slot. Summary, rewrite and extraction chains end their prompt with the label

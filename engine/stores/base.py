@@ -55,6 +55,9 @@ class Query:
     since_last: timedelta | None = None
     """How long before this message the last one of `recent` was said; None when unknown (a
     client-sent history carries no times). A long pause means `recent` is an earlier sitting."""
+    exclude: frozenset[str] = frozenset()
+    """Turn ids nothing of which may come back in this prompt (the turn a regenerate, edit or
+    continue replaces): the diary skips their lines, core memory the facts only they stated."""
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,9 @@ class CoreMemoryStore:
         with self.repo.reading(query.user_id) as view:
             picks = self.relevance.pick(view.index, vector)
             facts = [(view.facts[p.fact_id], p) for p in picks]
+        if query.exclude:
+            # A fact only an excluded turn stated is that turn coming back.
+            facts = [(f, p) for f, p in facts if not (f.source_turns and set(f.source_turns) <= query.exclude)]
         return [self._hit(fact, pick.score, pick.reason) for fact, pick in facts]
 
     def record(self, turn: Turn) -> None:

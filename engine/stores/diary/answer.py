@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from engine.conversation import normalize
 from engine.paths import CharacterPaths
 from engine.search.base import SearchHit, SearchRequest, Side, Tuning
 from engine.search.text import content_terms, only_common_words
@@ -186,7 +187,7 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
     names_of = (names.user, names.char)
     decision = decide_for(query.message, ranges, now, require_cue=config.require_recall_cue, names=names_of)
     vector = message_vector(query)
-    window = {" ".join(m.get("content", "").split()) for m in query.recent}
+    window = {normalize(m.get("content", "")) for m in query.recent}
     side = side_of(query.message, names)
     sitting = _LAST_SITTING.search(query.message) if not expressions else None
     text = search_text(query.message, [e.span for e in expressions] + ([sitting.span()] if sitting else []), names)
@@ -204,6 +205,9 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
         in_range_total = 0
         if decision.use:
             cands, parts, span = _range_candidates(source, tz, ranges, decision, vector)
+            if query.exclude and len(cands):
+                keep = [i for i, tid in enumerate(source.turn_ids(cands.rows)) if tid not in query.exclude]
+                cands = cands.take(np.array(keep, dtype=np.int64))
             if len(cands) and _has_content(text, decision.cue):
                 # A question about content with a time range ("what book did I mention last
                 # week"): the whole range when it fits in three quarters of the budget, else the
@@ -230,7 +234,7 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
         if config.search and budget >= MIN_SEARCH_TOKENS and not small_talk:
             about_participant = is_question(query.message) and names_participant(query.message, *names_of)
             request = SearchRequest(
-                text=text, vector=vector, k=SEARCH_K, side=side, exclude=frozenset(covered),
+                text=text, vector=vector, k=SEARCH_K, side=side, exclude=frozenset(covered) | query.exclude,
                 start=span[0] if span else None, end=span[1] if span else None, asks_memory=about_us,
                 about_participant=about_participant,
             )

@@ -17,6 +17,7 @@ from datetime import datetime, tzinfo
 
 import numpy as np
 
+from engine.conversation import normalize
 from engine.search.base import SearchHit
 from engine.stores.base import Hit
 from engine.stores.diary.dates import annotate
@@ -139,7 +140,8 @@ def search_hits(
 ) -> list[Hit]:
     """Search results as one hit per local day ("[2023-05-08]" then one line per half, in
     conversation order), the best lines first until `budget` is spent. A half is shown whole
-    unless it is longer than `max_line_tokens`; halves already in the window are skipped.
+    unless it is longer than `max_line_tokens`; halves already in the window are skipped
+    (`skip_texts`: the window's messages as `conversation.normalize` gives them).
     `names` (user, character) are what {{user}} / {{char}} become: lines are counted as sent.
 
     A line is charged what it costs with its newline (a sentence's final "." and the newline are
@@ -151,7 +153,7 @@ def search_hits(
     room = budget
     for h in found:
         flat = " ".join(h.text.split())
-        if flat in skip_texts:
+        if normalize(h.text) in skip_texts:
             continue
         who = "{{user}}" if h.side == "user" else "{{char}}"
         name = (names[0] if h.side == "user" else names[1]) or who

@@ -1,0 +1,75 @@
+"""A turn being replaced never comes back into its own prompt (issue 38 item 1), through the
+library's `build_prompt(exclude_turns=)`: not from the window, the diary or the facts it alone
+stated; and a reply the client re-spaced (SillyTavern joins a continuation with a space) is still
+recognised as already in the window. Each test has its control: without the exclusion, or with the
+window's text as stored, the same line is in the prompt."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from engine.config import load_config
+from engine.orchestrator import MemoryOrchestrator
+from engine.service.testing import copy_demo
+
+TZ = ZoneInfo("Asia/Shanghai")
+NOW = datetime(2026, 11, 20, 21, 0, tzinfo=TZ)
+
+
+@pytest.fixture
+def orch(tmp_path, embedder):
+    config = load_config(None, env={}).model_copy(update={"data_dir": copy_demo(tmp_path / "data")})
+    with MemoryOrchestrator.from_config("xiaoyue", config=config, embedder=embedder) as o:
+        yield o
+
+
+def system_text(result) -> str:
+    return "\n".join(m["content"] for m in result.messages if m["role"] == "system")
+
+
+def test_the_replaced_turn_leaves_diary_window_and_facts(orch):
+    old = orch.record_turn("我最喜欢的茶是桂花乌龙，每次来都点它。", "记住啦，桂花乌龙配雨天正好。", user_id="lin",
+                           at=NOW - timedelta(days=2), turn_id="t-old")
+    orch.record_turn("今天山上起雾了。", "雾川镇的雾最浓的时候连缆车都停了。", user_id="lin",
+                     at=NOW - timedelta(minutes=5), turn_id="t-now")
+    assert orch.flush(60)
+    facts = [f for f in orch.admin.facts.list("lin") if "t-old" in f.source_turns]
+    question = "我最喜欢喝什么茶来着？"
+
+    kept = orch.build_prompt(question, user_id="lin", now=NOW)
+    assert facts and all(f.text in system_text(kept) for f in facts)  # the control: its facts are shown
+
+    result = orch.build_prompt(question, user_id="lin", now=NOW, exclude_turns={old.id})
+    assert "配雨天正好" not in system_text(result) and "每次来都点它" not in system_text(result)
+    assert not [h for h in result.hits if old.id in (h.meta.get("ids") or [h.meta.get("id")])]
+    assert all(f.text not in system_text(result) for f in facts)
+
+
+def test_the_replaced_turn_leaves_the_stored_window(orch):
+    orch.record_turn("第一句", "第一句的回答", user_id="lin", at=NOW - timedelta(minutes=3), turn_id="t1")
+    orch.record_turn("第二句", "第二句的回答，将被重新生成", user_id="lin", at=NOW - timedelta(minutes=2), turn_id="t2")
+    window = [m["content"] for m in orch.build_prompt("第二句", user_id="lin", now=NOW).messages]
+    assert "第二句的回答，将被重新生成" in window
+    window = [m["content"] for m in orch.build_prompt("第二句", user_id="lin", now=NOW, exclude_turns={"t2"}).messages]
+    assert "第二句的回答，将被重新生成" not in window and "第一句的回答" in window
+
+
+def test_a_respaced_reply_in_the_window_is_not_injected_again(orch):
+    partial = "小月把围巾递给你：山顶风大，明早记得戴上这条灰色的围巾。"
+    more = "（续写）然后她又往你手里塞了一个暖手宝。"
+    orch.record_turn("我明天一早要去山顶拍日出。", partial + more, user_id="lin", at=NOW - timedelta(minutes=2),
+                     turn_id="t-cont")
+    assert orch.flush(60)
+    question = "明早去山顶要带围巾吗？"
+    stored = [{"role": "user", "content": "我明天一早要去山顶拍日出。"}, {"role": "assistant", "content": partial + more}]
+    shown = [stored[0], {"role": "assistant", "content": partial + " " + more}]
+    elsewhere = [{"role": "user", "content": "别的话题"}, {"role": "assistant", "content": "好呀"}]
+
+    control = orch.build_prompt(question, user_id="lin", now=NOW, history=elsewhere)
+    assert "灰色的围巾" in system_text(control)  # not in the window: the diary shows it
+    for history in (stored, shown):
+        result = orch.build_prompt(question, user_id="lin", now=NOW, history=history)
+        assert "灰色的围巾" not in system_text(result)
