@@ -44,6 +44,7 @@ from engine.config import CoreConfig
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
 from engine.stores.base import Query
+from engine.factory import files_core_store
 from engine.stores.core import CoreMemoryStore
 
 TZ = ZoneInfo("Asia/Shanghai")
@@ -63,7 +64,8 @@ class HashEmbedder:
 
 
 def make_store(root: Path) -> CoreMemoryStore:
-    return CoreMemoryStore(paths=CharacterPaths(root), config=CoreConfig(), embedder=HashEmbedder(), llm=None,
+    return files_core_store(
+paths=CharacterPaths(root), config=CoreConfig(), embedder=HashEmbedder(), llm=None,
                            prompts=Prompts("zh"), tz=TZ)
 
 
@@ -202,7 +204,8 @@ def relevance(min_lift: float, compare: float | None, locomo: Path | None) -> No
         totals: dict[str, list[int]] = {}
         for user in users:
             with tempfile.TemporaryDirectory() as tmp:
-                store = CoreMemoryStore(paths=CharacterPaths(Path(tmp)), config=config, embedder=embedder, llm=None,
+                store = files_core_store(
+paths=CharacterPaths(Path(tmp)), config=config, embedder=embedder, llm=None,
                                         prompts=Prompts("zh"), tz=TZ)
                 ids = [f.id for f in store.import_facts("u", [(t, datetime(2026, 1, 1, tzinfo=TZ)) for t in user["facts"]])]
                 t = totals.setdefault(user["source"], [0, 0, 0, 0, 0])

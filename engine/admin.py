@@ -17,26 +17,36 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from engine.character import list_characters, load_character
 from engine.config import EngineConfig
 from engine.errors import EngineError
 from engine.journal import JournalStatus
-from engine.paths import character_paths, validate_id
-from engine.shortterm import DEFAULT_CHAT, validate_chat_id
+from engine.paths import CharacterPaths, character_paths, validate_id
+from engine.shortterm import DEFAULT_CHAT, ShortTermMemory, validate_chat_id
 from engine.shortterm.state import State
-from engine.stores.base import Hit
+from engine.stores.base import Hit, Store
 from engine.stores.core import CoreAdmin, CoreMemoryStore, Fact, FactNotFoundError, FactStoreBusyError, FactTextError
-from engine.stores.diary import DiaryEntry
-from engine.stores.diary.admin import DiaryAdminStore, DiarySearchResult
-from engine.stores.diary.dates import resolve_dates
+from engine.stores.diary import DiaryEntry, DiaryStore
+from engine.stores.diary.results import DiarySearchResult
 from engine.stores.worldbook import BookStatus, WorldBookStore, format_errors, validate_folder
 
-if TYPE_CHECKING:
-    from engine.orchestrator import MemoryOrchestrator
+
+
+class MemoryHost(Protocol):
+    """What the admin API reads of the engine it administers (`MemoryOrchestrator` is one)."""
+
+    paths: CharacterPaths
+    stores: list[Store]
+    short_term: ShortTermMemory
+
+    def journal_status(self, user_id: str | None = None) -> JournalStatus: ...
+
+    def explain(self, message: str, *, store: str, user_id: str | None = None,
+                now: datetime | None = None) -> tuple[list[Hit], list[str]]: ...
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +180,7 @@ def clear_cache(config: EngineConfig, character_id: str) -> Path | None:
 class MemoryAdmin:
     """Administration of one character's memory (see the module docstring)."""
 
-    def __init__(self, orch: "MemoryOrchestrator") -> None:
+    def __init__(self, orch: MemoryHost) -> None:
         self._orch = orch
 
     # -- stores ---------------------------------------------------------------------------------
@@ -183,8 +193,8 @@ class MemoryAdmin:
                                  f"({name}.enabled: false)")
 
     @property
-    def diary_store(self) -> DiaryAdminStore:
-        return self._store("diary", DiaryAdminStore)  # type: ignore[return-value]
+    def _diary(self) -> DiaryStore:
+        return self._store("diary", DiaryStore)  # type: ignore[return-value]
 
     @property
     def facts(self) -> CoreAdmin:
@@ -192,7 +202,7 @@ class MemoryAdmin:
         return self._store("core", CoreMemoryStore).admin  # type: ignore[attr-defined]
 
     @property
-    def world_book_store(self) -> WorldBookStore:
+    def _world_book(self) -> WorldBookStore:
         return self._store("world_book", WorldBookStore)  # type: ignore[return-value]
 
     def _has(self, name: str) -> bool:
@@ -205,7 +215,7 @@ class MemoryAdmin:
         holds (on Postgres a user recorded through another host has no folder on this one)."""
         ids = set(self._orch.paths.user_ids())
         if self._has("diary"):
-            ids.update(self.diary_store.user_ids())
+            ids.update(self._diary.user_ids())
         return sorted(ids)
 
     def users(self) -> list[UserSummary]:
@@ -213,7 +223,7 @@ class MemoryAdmin:
         for uid in self.user_ids():
             days = self.diary_days(uid) if self._has("diary") else []
             turns = sum(d.turns for d in days)
-            last = self.diary_store.last_turn_time(uid) if turns else None
+            last = self._diary.last_turn_time(uid) if turns else None
             facts = len(self.facts.list(uid)) if self._has("core") else 0
             out.append(UserSummary(uid, turns, facts, last))
         return out
@@ -230,19 +240,19 @@ class MemoryAdmin:
 
     def diary_days(self, user_id: str) -> list[DayCount]:
         validate_id(user_id, kind="user id")
-        return [DayCount(d, n) for d, n in self.diary_store.day_counts(user_id)]
+        return [DayCount(d, n) for d, n in self._diary.day_counts(user_id)]
 
     def diary(self, user_id: str, start: datetime, end: datetime) -> list[DiaryEntry]:
         validate_id(user_id, kind="user id")
-        return self.diary_store.entries(user_id, start, end)
+        return self._diary.entries(user_id, start, end)
 
     def search_diary(self, user_id: str, text: str, *, start: datetime | None = None, end: datetime | None = None,
                      k: int = 20) -> list[DiarySearchResult]:
         validate_id(user_id, kind="user id")
-        return self.diary_store.search(user_id, text, start=start, end=end, k=k)
+        return self._diary.search(user_id, text, start=start, end=end, k=k)
 
     def diary_turn(self, user_id: str, turn_id: str) -> DiaryEntry:
-        entry = self.diary_store.get(user_id, turn_id)
+        entry = self._diary.get(user_id, turn_id)
         if entry is None:
             raise TurnNotFoundError(f"no diary turn {turn_id!r} for user {user_id!r}")
         return entry
@@ -250,14 +260,14 @@ class MemoryAdmin:
     def diary_turns(self, user_id: str, turn_ids: Sequence[str]) -> list[DiaryEntry]:
         """The entries of these turns in the order given; turns that are gone are left out."""
         validate_id(user_id, kind="user id")
-        found = self.diary_store.get_many(user_id, turn_ids)
+        found = self._diary.get_many(user_id, turn_ids)
         return [found[t] for t in turn_ids if t in found]
 
     def edit_turn(self, user_id: str, turn_id: str, *, user: str | None = None, assistant: str | None = None,
                   tag: str | None = None) -> DiaryEntry:
         validate_id(user_id, kind="user id")
         try:
-            entry = self.diary_store.edit(user_id, turn_id, user=user, assistant=assistant, tag=tag)
+            entry = self._diary.edit(user_id, turn_id, user=user, assistant=assistant, tag=tag)
         except KeyError:
             raise TurnNotFoundError(f"no diary turn {turn_id!r} for user {user_id!r}") from None
         log.info("admin: edited diary turn %s of %s/%s", turn_id, self._orch.paths.root.name, user_id)
@@ -265,14 +275,14 @@ class MemoryAdmin:
 
     def delete_turn(self, user_id: str, turn_id: str) -> None:
         validate_id(user_id, kind="user id")
-        if not self.diary_store.forget(user_id, turn_id):
+        if not self._diary.forget(user_id, turn_id):
             raise TurnNotFoundError(f"no diary turn {turn_id!r} for user {user_id!r}")
         log.info("admin: deleted diary turn %s of %s/%s", turn_id, self._orch.paths.root.name, user_id)
 
     # -- world book -----------------------------------------------------------------------------
 
     def world_book(self) -> WorldBookView:
-        store = self.world_book_store
+        store = self._world_book
         entries = tuple(
             WorldBookEntryView(e.uid, e.file, e.line, tuple(str(k) for k in e.keys),
                                tuple(str(k) for k in e.secondary_keys), e.logic, e.content, e.constant, e.enabled)
@@ -283,7 +293,7 @@ class MemoryAdmin:
     def world_book_summary(self) -> list[str]:
         if not self._has("world_book"):
             return []
-        status = self.world_book_store.status()
+        status = self._world_book.status()
         lines = [f"world book: {status.entries} entries from {status.files_loaded} of {status.files} files"]
         return lines + [f"world book: {e}" for e in status.errors]
 
@@ -301,7 +311,7 @@ class MemoryAdmin:
     def reindex(self, user_id: str, *, progress: bool = False) -> ReindexReport:
         """Rebuild the derived indexes of one user from the files (`.cache/` is always safe to delete)."""
         validate_id(user_id, kind="user id")
-        turns = self.diary_store.reindex(user_id) if self._has("diary") else 0
+        turns = self._diary.reindex(user_id) if self._has("diary") else 0
         facts = self.facts.reindex(user_id) if self._has("core") else 0
         return ReindexReport(user_id, turns, facts)
 
@@ -314,13 +324,7 @@ class MemoryAdmin:
         validate_id(user_id, kind="user id")
         if not self._has("diary"):
             return 0
-        tz, changed = self._orch.tz, 0
-        for day, _ in self.diary_store.day_counts(user_id):
-            start = datetime.combine(day, time(), tz)
-            for e in self.diary_store.entries(user_id, start, datetime.combine(day + timedelta(days=1), time(), tz)):
-                if e.dates != resolve_dates([e.user, e.assistant], e.at, tz):
-                    self.diary_store.edit(user_id, e.id)
-                    changed += 1
+        changed = self._diary.redate(user_id)
         if changed:
             log.info("admin: re-dated %d diary turns of %s/%s", changed, self._orch.paths.root.name, user_id)
         return changed

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from engine.adapters.embed_cache import CachedEmbedder
@@ -15,9 +16,10 @@ from engine.adapters.embedder import (
     OpenAIEmbedder,
     SentenceTransformerEmbedder,
     default_backend_available,
+    thresholds_for,
 )
 from engine.adapters.llm import LLM, OpenAIChatLLM, ScriptedLLM
-from engine.config import EmbedderConfig, EngineConfig, LLMConfig
+from engine.config import CoreConfig, DiaryConfig, EmbedderConfig, EngineConfig, LLMConfig
 from engine.config import default_config_path  # noqa: F401 - lives in engine.config; still importable here
 from engine.errors import ConfigError
 from engine.fake_openai import echo_rule
@@ -26,6 +28,12 @@ from engine.prompts import Prompts
 from engine.journal import Journal, JournalPolicy
 from engine.shortterm import FileBackend, ShortTermBackend, ShortTermMemory
 from engine.stores.base import Store
+from engine.stores.core.port import FactRepository
+from engine.stores.diary.port import DiaryBackend
+
+if TYPE_CHECKING:
+    from engine.stores.core import CoreMemoryStore
+    from engine.stores.diary import DiaryStore
 from engine.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -140,37 +148,77 @@ def make_stores(
 ) -> list[Store]:
     """The long-term stores, in the order their write hooks run (diary first: it keeps the turn)."""
     tz = make_timezone(config.timezone)
-    caps = config.retrieval.caps
     stores: list[Store] = []
-    if config.storage.backend == "postgres":
-        from engine.storage.postgres.backend import open_backend
-        from engine.storage.postgres.stores import PgCoreStore, PgDiaryStore
-
-        backend = open_backend(config.storage)
-        backend.check_dim(embedder.dim)
-        if config.diary.enabled:
-            stores.append(PgDiaryStore(backend=backend, paths=paths, config=config.diary, embedder=embedder,
-                                       llm=memory_llm, tz=tz, prompts=prompts, budget_tokens=caps.diary))
-        if config.core.enabled:
-            stores.append(PgCoreStore(backend=backend, paths=paths, config=config.core, embedder=embedder,
-                                      llm=memory_llm, prompts=prompts, tz=tz))
-        return stores + _world_book(config, paths=paths, embedder=embedder, prompts=prompts)
     if config.diary.enabled:
         from engine.stores.diary import DiaryStore
 
-        stores.append(
-            DiaryStore(
-                paths=paths, config=config.diary, embedder=embedder, llm=memory_llm, tz=tz,
-                prompts=prompts, budget_tokens=caps.diary, progress=progress,
-            )
-        )
+        backend = _diary_backend(config, paths=paths, embedder=embedder, tz=tz, progress=progress)
+        stores.append(DiaryStore(backend=backend, paths=paths, config=config.diary, embedder=embedder, llm=memory_llm,
+                                 tz=tz, prompts=prompts, budget_tokens=config.retrieval.caps.diary))
     if config.core.enabled:
         from engine.stores.core import CoreMemoryStore
 
-        stores.append(
-            CoreMemoryStore(paths=paths, config=config.core, embedder=embedder, llm=memory_llm, prompts=prompts, tz=tz)
-        )
+        repo = _fact_repository(config, paths=paths, embedder=embedder, tz=tz)
+        stores.append(CoreMemoryStore(repo=repo, paths=paths, config=config.core, embedder=embedder, llm=memory_llm,
+                                      prompts=prompts, tz=tz))
     return stores + _world_book(config, paths=paths, embedder=embedder, prompts=prompts)
+
+
+def _diary_backend(config: EngineConfig, *, paths: CharacterPaths, embedder: Embedder, tz: ZoneInfo,
+                   progress: bool) -> DiaryBackend:
+    if config.storage.backend == "postgres":
+        from engine.storage.postgres.backend import open_backend
+        from engine.storage.postgres.stores import PgDiary
+
+        pg = open_backend(config.storage)
+        pg.check_dim(embedder.dim)
+        return PgDiary(backend=pg, paths=paths, embedder=embedder, tz=tz)
+    return _files_diary(paths, config.diary, embedder=embedder, tz=tz, progress=progress)
+
+
+def _fact_repository(config: EngineConfig, *, paths: CharacterPaths, embedder: Embedder, tz: ZoneInfo) -> FactRepository:
+    if config.storage.backend == "postgres":
+        from engine.storage.postgres.backend import open_backend
+        from engine.storage.postgres.core_repo import PgFactRepository
+
+        pg = open_backend(config.storage)
+        pg.check_dim(embedder.dim)
+        return PgFactRepository(pg.db, paths.root.name, embedder, tz, owners=pg.owners(paths.root.name),
+                                check_interval_s=config.core.check_interval_s)
+    from engine.stores.core.repo import FilesFactRepository
+
+    return FilesFactRepository(paths, embedder, tz, check_interval_s=config.core.check_interval_s)
+
+
+def files_core_store(paths: CharacterPaths, config: CoreConfig, *, embedder: Embedder, llm: LLM | None, prompts: Prompts,
+                     tz: ZoneInfo, clock: Callable[[], float] | None = None,
+                     wall_clock: Callable[[], datetime] | None = None) -> "CoreMemoryStore":
+    """A core store over fact files alone, without an engine config (tests, benches, tools);
+    `clock` paces its checks of the files, `wall_clock` is now for extraction."""
+    from engine.stores.core import CoreMemoryStore
+    from engine.stores.core.repo import FilesFactRepository
+
+    repo = FilesFactRepository(paths, embedder, tz, check_interval_s=config.check_interval_s,
+                               **({"clock": clock} if clock is not None else {}))
+    return CoreMemoryStore(repo=repo, paths=paths, config=config, embedder=embedder, llm=llm, prompts=prompts, tz=tz,
+                           wall_clock=wall_clock)
+
+
+def _files_diary(paths: CharacterPaths, config: DiaryConfig, *, embedder: Embedder, tz: ZoneInfo,
+                 progress: bool) -> DiaryBackend:
+    from engine.backends.files.diary import FilesDiary
+
+    tag_filter = thresholds_for(embedder, "diary_filter", config.filter_threshold) if config.semantic_filter else None
+    return FilesDiary(paths, tz=tz, embedder=embedder, progress=progress, tag_filter=tag_filter)
+
+
+def files_diary_store(paths: CharacterPaths, config: DiaryConfig, *, embedder: Embedder, llm: LLM | None,
+                      tz: ZoneInfo, prompts: Prompts, budget_tokens: int, progress: bool = False) -> "DiaryStore":
+    """A diary store over day files alone, without an engine config (tests, benches, tools)."""
+    from engine.stores.diary import DiaryStore
+
+    return DiaryStore(backend=_files_diary(paths, config, embedder=embedder, tz=tz, progress=progress), paths=paths,
+                      config=config, embedder=embedder, llm=llm, tz=tz, prompts=prompts, budget_tokens=budget_tokens)
 
 
 def _world_book(config: EngineConfig, *, paths: CharacterPaths, embedder: Embedder, prompts: Prompts) -> list[Store]:

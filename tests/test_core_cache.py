@@ -12,7 +12,7 @@ import engine.stores.core.repo as repo_module
 from engine.config import CoreConfig
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
-from engine.stores.core import CoreMemoryStore
+from engine.factory import files_core_store
 from engine.stores.core.facts import fact_to_dict
 
 from core_kit import T0, TZ, ask, warmed
@@ -55,7 +55,8 @@ def make_store(tmp_path, embedder):
     made = []
 
     def make():
-        store = CoreMemoryStore(paths=CharacterPaths(tmp_path / "xiaoyue"), config=CoreConfig(),
+        store = files_core_store(
+paths=CharacterPaths(tmp_path / "xiaoyue"), config=CoreConfig(),
                                 embedder=CountingEmbedder(embedder), llm=None, prompts=Prompts("zh"), tz=TZ)
         made.append(store)
         return warmed(store)

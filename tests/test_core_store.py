@@ -14,7 +14,8 @@ from engine.fake_openai import Delay, Garbage, Status
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
 from engine.stores.base import Turn
-from engine.stores.core import CoreMemoryStore, FactNotFoundError, FactOp, FactTextError
+from engine.factory import files_core_store
+from engine.stores.core import FactNotFoundError, FactOp, FactTextError
 
 from core_kit import T0, TZ, ask, warmed
 from counting import CountingEmbedder
@@ -36,8 +37,8 @@ def make_store(tmp_path, embedder):
 
     def make(llm=None, language="zh", wall_clock=None, **config):
         config.setdefault("check_interval_s", 0)
-        store = CoreMemoryStore(
-            paths=CharacterPaths(tmp_path / "xiaoyue"),
+        store = files_core_store(
+paths=CharacterPaths(tmp_path / "xiaoyue"),
             config=CoreConfig(**config),
             embedder=CountingEmbedder(embedder),
             llm=llm,
@@ -436,7 +437,8 @@ class TestFiles:
 
     def test_change_checks_are_throttled_to_one_stat_per_interval(self, tmp_path, embedder):
         ticks = [100.0]
-        store = CoreMemoryStore(paths=CharacterPaths(tmp_path / "x"), config=CoreConfig(check_interval_s=5),
+        store = files_core_store(
+paths=CharacterPaths(tmp_path / "x"), config=CoreConfig(check_interval_s=5),
                                 embedder=CountingEmbedder(embedder), llm=None, prompts=Prompts("zh"), tz=TZ,
                                 clock=lambda: ticks[0])
         store.add_fact("alice", "住在重庆")

@@ -164,7 +164,7 @@ def test_killed_during_world_book_reloads_loses_and_corrupts_nothing(tmp_path):
             assert any(f"暗语{final - 1}" in h.text for h in last.hits), last
             assert not [p for s in orch.admin.status().stores for p in s.problems]
             # The last version's key vectors are cached, and are the vectors its keys really have.
-            store = orch.admin.world_book_store
+            store = orch.store("world_book")
             state = next(f for f in store.book.files if f.path.name == LORE)
             dim = orch.embedder.dim
             cached = store.vectors._load(store.vectors._path(state.keys), (len(state.keys), dim))

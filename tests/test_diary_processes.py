@@ -25,7 +25,7 @@ from engine.config import DiaryConfig
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
 from engine.stores.base import Turn
-from engine.stores.diary import DiaryStore
+from engine.factory import files_diary_store
 
 class HashEmbedder:  # the embedder is not under test here; the file locking is
     model_id, dim, default_thresholds = "hash", 8, {"diary_filter": 0.5, "diary_fallback": 0.5}
@@ -35,8 +35,8 @@ class HashEmbedder:  # the embedder is not under test here; the file locking is
 
 root, who = Path(sys.argv[1]), sys.argv[2]
 tz = ZoneInfo("Asia/Shanghai")
-store = DiaryStore(paths=CharacterPaths(root), config=DiaryConfig(), embedder=HashEmbedder(), llm=None, tz=tz,
-                   prompts=Prompts("zh"), budget_tokens=1500)
+store = files_diary_store(CharacterPaths(root), DiaryConfig(), embedder=HashEmbedder(), llm=None, tz=tz,
+                          prompts=Prompts("zh"), budget_tokens=1500)
 at = datetime(2026, 11, 21, 23, 59, tzinfo=tz)
 for i in range(40):
     store.record(Turn(f"{who}-{i}", "alice", at + timedelta(seconds=3 * i), f"{who} 说第{i}句 火锅{'长' * (i * 50)}", "嗯"))
@@ -67,9 +67,9 @@ def test_two_processes_append_to_one_user(tmp_path):
     # A third process opens the user: the shared index is complete (reconciled with the files).
     reader = WRITER.split("root, who")[0] + (
         "root = Path(sys.argv[1]); tz = ZoneInfo('Asia/Shanghai')\n"
-        "store = DiaryStore(paths=CharacterPaths(root), config=DiaryConfig(), embedder=HashEmbedder(), llm=None,"
+        "store = files_diary_store(CharacterPaths(root), DiaryConfig(), embedder=HashEmbedder(), llm=None,"
         " tz=tz, prompts=Prompts('zh'), budget_tokens=1500)\n"
-        "print(len(store.user('alice').search), len(store.search('alice', '火锅', k=200)))\n"
+        "print(len(store.backend.user('alice').search), len(store.search('alice', '火锅', k=200)))\n"
     )
     out = subprocess.run([sys.executable, "-c", reader, str(root)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]

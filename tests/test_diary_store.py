@@ -15,7 +15,8 @@ from engine.errors import LLMError
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
 from engine.stores.base import Query, Turn
-from engine.stores.diary import DiaryEntry, DiaryStore, entry_id_for
+from engine.factory import files_diary_store
+from engine.stores.diary import DiaryEntry, entry_id_for
 from engine.stores.diary.dayfile import day_file_name, load_day
 from engine.stores.diary.entry import format_entry
 
@@ -33,15 +34,8 @@ def embedder(embedder, tmp_path_factory):
 
 
 def make_store(tmp_path, embedder, *, llm=None, language="zh", budget=1500, **config):
-    return DiaryStore(
-        paths=CharacterPaths(tmp_path / "agents" / "xiaoyue"),
-        config=DiaryConfig(**config),
-        embedder=embedder,
-        llm=llm,
-        tz=TZ,
-        prompts=Prompts(language),
-        budget_tokens=budget,
-    )
+    return files_diary_store(CharacterPaths(tmp_path / "agents" / "xiaoyue"), DiaryConfig(**config), embedder=embedder,
+                             llm=llm, tz=TZ, prompts=Prompts(language), budget_tokens=budget)
 
 
 def ask(store, embedder, message, *, now=NOW, user="alice"):
@@ -252,14 +246,14 @@ class TestFiles:
         store = make_store(tmp_path, embedder)
         day = datetime(2026, 11, 21, tzinfo=TZ)
         assert [e.id for e in store.entries("alice", day, day + timedelta(days=1))] == ["a", "c"]
-        assert any("2026-11-21.yaml:5" in p for p in store.user("alice").problems)
+        assert any("2026-11-21.yaml:5" in p for p in store.backend.user("alice").problems)
 
     def test_cache_is_reused_and_rebuilt(self, months, embedder, tmp_path):
         months.close()
         cache = tmp_path / "agents/xiaoyue/.cache"
         assert (cache / "users/alice/diary/index.npz").is_file()
         reopened = make_store(tmp_path, embedder)
-        assert reopened.user("alice").index.dirty is False  # nothing re-parsed
+        assert reopened.backend.user("alice").index.dirty is False  # nothing re-parsed
         want = turns_of(ask(months, embedder, "昨天我们聊了什么"))
         assert turns_of(ask(reopened, embedder, "昨天我们聊了什么")) == want
         # Deleted the way a user deletes it, with nothing running: an open store's index thread
@@ -276,7 +270,7 @@ class TestFiles:
         path = tmp_path / "agents/xiaoyue/users/alice/memorys/2026-11-21.yaml"
         os.utime(path, ns=(1, 1))
         reopened = make_store(tmp_path, embedder)
-        diary = reopened.user("alice")
+        diary = reopened.backend.user("alice")
         assert diary.index.files["2026-11-21.yaml"].mtime_ns == 1
         assert "2026-11-21.yaml" not in diary._days  # hashed, not parsed
 

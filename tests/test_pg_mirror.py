@@ -111,22 +111,19 @@ def test_a_second_worker_sees_adds_edits_and_forgets(pg, tmp_path):
     c.close()
 
 
-def test_a_copy_far_behind_is_built_in_the_background_meanwhile_none(pg, tmp_path, monkeypatch):
-    """The first search of a large user on a fresh worker does not wait for the build (the diary
-    searches in SQL meanwhile); once built, the copy answers."""
-    import time
-
-    import engine.storage.postgres.mirror as mirror_module
-
+def test_a_fresh_worker_ranks_as_a_warm_one(pg, tmp_path):
+    """One ranking: the first search of a user on a worker with no copy builds it and answers with
+    the very ranking a warm worker gives (no other ranking meanwhile)."""
     db, state, _ = pg
     embedder = Hashed()
     search = _write(db, state, embedder, [_stored(i, u, a) for i, (u, a) in enumerate(TURNS)], user="u3")
-    monkeypatch.setattr(mirror_module, "BACKGROUND_OVER", 3)
-    mirror = PgSearchMirror(search, embedder, CharacterPaths(tmp_path / "w" / "mirror"))
     request = SearchRequest(text="火锅", vector=embedder.embed(["火锅"])[0], k=5)
-    assert mirror.search("u3", request) is None
-    deadline = time.monotonic() + 30
-    while (found := mirror.search("u3", request)) is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert found and found[0].turn_id == "m2"
-    mirror.close()
+    warm = PgSearchMirror(search, embedder, CharacterPaths(tmp_path / "warm" / "mirror"))
+    warm.catch_up("u3")
+    fresh = PgSearchMirror(search, embedder, CharacterPaths(tmp_path / "fresh" / "mirror"))
+    first = fresh.search("u3", request)
+    assert first and first[0].turn_id == "m2"
+    assert [(h.turn_id, h.side, round(h.score, 6)) for h in first] == \
+        [(h.turn_id, h.side, round(h.score, 6)) for h in warm.search("u3", request)]
+    warm.close()
+    fresh.close()

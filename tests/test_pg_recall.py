@@ -124,8 +124,8 @@ def test_reindex_dates_dates_a_stale_turn_again_alike(both):
     files, pg = both
     day = files.paths.user("amy").diary_dir / "2026-08-11.yaml"
     day.write_text(re.sub(r"(?m)^  dates: .*\n", "", day.read_text(encoding="utf-8")), encoding="utf-8")
-    files.store("diary").user("amy").refresh(force=True)
-    with pg.store("diary").turns.db.tx() as conn:
+    files.store("diary").backend.user("amy").refresh(force=True)
+    with pg.store("diary").backend.turns.db.tx() as conn:
         conn.execute("UPDATE diary_turns SET resolved_dates = '[]'::jsonb WHERE turn_id = 'stale-1'")
     assert [dict(o.admin.diary_turns("amy", ["stale-1"])[0].dates) for o in both] == [{}, {}]
     assert [o.admin.redate("amy") for o in both] == [1, 1]

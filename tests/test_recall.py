@@ -207,12 +207,12 @@ def test_replayed_turn_adds_nothing(orch):
 
     diary = orch.store("diary")
     before = diary.entries("amy", datetime(2026, 4, 1, tzinfo=TZ), NOW)
-    index_before = len(diary.user("amy").search)
+    index_before = len(diary.backend.user("amy").search)
     again = Turn("c1", "amy", datetime(2026, 5, 4, 9, 30, tzinfo=TZ), TEXTS["c1"][0], TEXTS["c1"][1])
     diary.record(again)
     diary.record(again)
     assert diary.entries("amy", datetime(2026, 4, 1, tzinfo=TZ), NOW) == before
-    assert len(diary.user("amy").search) == index_before
+    assert len(diary.backend.user("amy").search) == index_before
 
 
 def test_forget_and_edit_update_the_search(orch):

@@ -134,14 +134,14 @@ def test_recorded_turns_give_every_new_word_a_vector_and_an_old_index_catches_up
         for i, line in enumerate(LINES):
             orch.record_turn(line, "好的" if i % 2 else "Nice!", user_id="amy", at=at + timedelta(minutes=i), turn_id=f"t{i}")
         assert orch.flush(300) and not orch.background_errors
-        search = orch.store("diary").user("amy").search
+        search = orch.store("diary").backend.user("amy").search
         assert search.terms_behind()[1] == [] and search.terms.rows == len(search.bm25.names) > 20
         folder = search.folder
     # As an index made before term vectors were kept: opening it catches them up off the caller's thread.
     for name in ("terms.f16", "terms.faiss"):
         (folder / name).unlink()
     with _orchestrator(data_dir, embedder) as orch:
-        diary = orch.store("diary").user("amy")
+        diary = orch.store("diary").backend.user("amy")
         assert diary.terms.wait(120)
         assert diary.search.terms_behind()[1] == [] and diary.search.terms.rows == len(diary.search.bm25.names)
     assert (folder / "terms.faiss").is_file()
@@ -184,12 +184,12 @@ def test_closing_while_terms_are_caught_up_waits_for_the_embedding_under_way(tmp
         for i, line in enumerate(LINES):
             orch.record_turn(line, "Nice!", user_id="amy", at=at + timedelta(minutes=i), turn_id=f"t{i}")
         assert orch.flush(300)
-        folder = orch.store("diary").user("amy").search.folder
+        folder = orch.store("diary").backend.user("amy").search.folder
     for name in ("terms.f16", "terms.faiss"):
         (folder / name).unlink()
     cached = CachedEmbedder(embedder, tmp_path / "fresh-cache.sqlite3")  # misses: it writes to its database
     with MemoryOrchestrator.from_config("xiaoyue", config=diary_only_config(data_dir), embedder=cached) as orch:
-        terms = orch.store("diary").user("amy").terms
+        terms = orch.store("diary").backend.user("amy").terms
         assert terms.running  # closed at once, while it embeds
     still_running = terms.running
     terms.wait(60)

@@ -1,8 +1,8 @@
-"""The turn search index seam: what the diary needs from a search backend, and what it gets back.
+"""What the diary asks of the turn search and what it gets back: typed frozen values.
 
-One small interface (`TurnIndex`), typed frozen values in and out. The files implementation
-(`engine.search.files`) keeps everything in the user's `.cache/`; a database backend implements
-the same methods over its own tables (full-text + vectors).
+The index (`engine.search.files.FileTurnIndex`) keeps everything in a `.cache/` folder; the
+ranking (`engine.search.rank`) runs over it on every backend: the files backend keeps one per
+user from its day files, the Postgres backend a copy per worker fed from its tables.
 
 Search works on *halves*: a turn's user text and assistant text are scored separately (a
 question usually matches one of them) and together (the exchange as a whole), and a result names
@@ -123,37 +123,6 @@ class IndexStats:
 
 Progress = Callable[[int], None]
 """Called with how many turns were just indexed (a progress bar's `update`)."""
-
-
-class TurnIndex(Protocol):
-    """Lexical + vector search over one user's diary turns."""
-
-    def __len__(self) -> int:
-        """Live turns."""
-        ...
-
-    def digests(self) -> dict[str, str]:
-        """turn id -> content digest of every live turn (to find what is missing or stale)."""
-        ...
-
-    def add(self, docs: Sequence[TurnDoc], *, progress: Progress | None = None) -> int:
-        """Index these turns (embedding them); a doc whose id is present with the same digest is
-        skipped, with another digest it replaces the old one. Returns how many were indexed."""
-        ...
-
-    def remove(self, turn_ids: Iterable[str]) -> int:
-        """Forget these turns; returns how many were present."""
-        ...
-
-    def search(self, request: SearchRequest) -> list[SearchHit]:
-        """The best halves, best first (at most `request.k`); empty when nothing is related."""
-        ...
-
-    def save(self) -> None:
-        """Persist (derived data: a failure only costs a rebuild)."""
-        ...
-
-    def stats(self) -> IndexStats: ...
 
 
 @dataclass(frozen=True)

@@ -31,14 +31,33 @@ term) pairs are scanned once, a mask over integers. It runs on the search's help
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from engine.search.grow import Grow
+from engine.search.lexical import Bm25
+from engine.search.vectors import VectorFile
 
-if TYPE_CHECKING:
-    from engine.search.files import FileTurnIndex
+
+
+class TermFile(Protocol):
+    """The index's term vectors (`expand.TermVectors`)."""
+
+    @property
+    def rows(self) -> int: ...
+
+    file: VectorFile
+
+
+class ContextSource(Protocol):
+    """What the term contexts read of a turn index (`files.FileTurnIndex`)."""
+
+    bm25: Bm25
+    terms: TermFile
+    vectors: VectorFile
+    alive: Grow
+    version: int
 
 MAX_LINES = 20
 """A term held by more lines than this has no context vector (LoCoMo dev, all five conversations,
@@ -100,15 +119,15 @@ class TermContexts:
         self.pair_unit.view[:] = np.maximum(units, 0)
         self._compact_pairs()
 
-    def catching_up(self, ix: "FileTurnIndex") -> bool:
+    def catching_up(self, ix: ContextSource) -> bool:
         """More vectors are missing than a lookup makes: the owner's background thread should."""
         return self.behind(ix) > LOOKUP_LIMIT
 
-    def behind(self, ix: "FileTurnIndex") -> int:
+    def behind(self, ix: ContextSource) -> int:
         """How many rare terms have no vector, or one made before their line count changed."""
         return int(self._wanted(ix).size)
 
-    def refresh(self, ix: "FileTurnIndex", limit: int | None = None) -> int:
+    def refresh(self, ix: ContextSource, limit: int | None = None) -> int:
         """Make up to `limit` (all: None) of the vectors that are missing or out of date, lowest
         term ids first; returns how many. The caller holds the index's lock."""
         want = self._wanted(ix)
@@ -119,7 +138,7 @@ class TermContexts:
             self.made_at.view[want] = ix.bm25.df.view[want]
         return int(want.size)
 
-    def _wanted(self, ix: "FileTurnIndex") -> np.ndarray:
+    def _wanted(self, ix: ContextSource) -> np.ndarray:
         n = min(len(ix.bm25.names), ix.terms.rows)
         if n > len(self.row_of):
             grow = n - len(self.row_of)
@@ -129,7 +148,7 @@ class TermContexts:
         df = ix.bm25.df.view[:n]
         return np.flatnonzero((df > 0) & (df <= MAX_LINES) & (df != self.made_at.view[:n]))
 
-    def nearest(self, ix: "FileTurnIndex", vector: np.ndarray, skip: set[str], m: int, units: np.ndarray) -> list[int]:
+    def nearest(self, ix: ContextSource, vector: np.ndarray, skip: set[str], m: int, units: np.ndarray) -> list[int]:
         """Ids of the `m` terms held by any of `units` (the search's candidate lines) whose context
         vectors are nearest `vector`, leaving out those in `skip` (the query's own) and those now
         held by more than `MAX_LINES` lines. A term in no candidate line would score nothing, so
@@ -151,7 +170,7 @@ class TermContexts:
         out = [int(held[i]) for i in top.tolist() if sims[i] > 0 and names[held[i]] not in skip]
         return out[:m]
 
-    def _make(self, ix: "FileTurnIndex", term_ids: np.ndarray) -> None:
+    def _make(self, ix: ContextSource, term_ids: np.ndarray) -> None:
         unit_alive = ix.bm25.live_units(ix.alive.view, ix.version)
         units: list[np.ndarray] = []
         owner: list[np.ndarray] = []
@@ -167,7 +186,7 @@ class TermContexts:
                 units, owner, size = [], [], 0
         self._put(ix, term_ids, units, owner)
 
-    def _put(self, ix: "FileTurnIndex", term_ids: np.ndarray, units: list[np.ndarray], owner: list[np.ndarray]) -> None:
+    def _put(self, ix: ContextSource, term_ids: np.ndarray, units: list[np.ndarray], owner: list[np.ndarray]) -> None:
         """The context vectors of the terms that own these lines (each term's lines all in one
         call; a term with no live line gets none)."""
         if not units:

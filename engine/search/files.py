@@ -1,4 +1,4 @@
-"""The files implementation of `TurnIndex`: one folder in the user's `.cache/` (derived data).
+"""The turn search index: one folder in the user's `.cache/` (derived data).
 
     <cache>/diary/search/meta.npz      rows: ids, times, content digests, live flags; BM25 postings
     <cache>/diary/search/vectors.f16   (rows, 3, dim) float16: user half, assistant half, whole turn
@@ -31,6 +31,7 @@ from engine.search.base import IndexStats, Progress, SearchHit, SearchRequest, T
 from engine.search.contexts import TermContexts
 from engine.search.expand import TERM_CHUNK, TermVectors, embed_terms
 from engine.search.grow import Grow
+from engine.search import rank
 from engine.search.lexical import Bm25
 from engine.search.text import terms
 from engine.search.vectors import KINDS, TURN, TextFile, TurnGraph, VectorFile
@@ -127,7 +128,8 @@ class FileTurnIndex:
     def add(
         self, docs: Sequence[TurnDoc], *, progress: Progress | None = None, vectors: np.ndarray | None = None
     ) -> int:
-        """See `TurnIndex.add`. `vectors` ((len(docs), 3, dim), from `embed`) lets a caller
+        """Index these turns (embedding them); a doc whose id is present with the same digest is skipped,
+        with another digest it replaces the old one; returns how many were indexed. `vectors` ((len(docs), 3, dim), from `embed`) lets a caller
         embed outside its lock."""
         fresh: dict[str, int] = {}
         for i, doc in enumerate(docs):
@@ -268,9 +270,7 @@ class FileTurnIndex:
     # -- reading ----------------------------------------------------------------------------------
 
     def search(self, request: SearchRequest) -> list[SearchHit]:
-        from engine.search.rank import search
-
-        return search(self, request)
+        return rank.search(self, request)
 
     # -- persistence ------------------------------------------------------------------------------
 

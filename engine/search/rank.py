@@ -24,22 +24,51 @@ from __future__ import annotations
 
 import math
 from concurrent import futures
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-from engine.search.base import SIDES, SearchHit, SearchRequest
-from engine.search.lexical import COMMON_WORD_AGREEMENT
+from engine.search.base import SIDES, SearchHit, SearchRequest, Tuning
+from engine.search.contexts import TermContexts
+from engine.search.expand import TermVectors
+from engine.search.grow import Grow
+from engine.search.lexical import COMMON_WORD_AGREEMENT, Bm25
 from engine.search.text import is_content, terms
+from engine.search.vectors import TurnGraph, VectorFile
 
-if TYPE_CHECKING:
-    from engine.search.files import FileTurnIndex
+
+
+class RankedIndex(Protocol):
+    """What the ranking reads of a turn index (`files.FileTurnIndex`): its columns per row, and
+    its lexical, vector and term parts."""
+
+    tuning: Tuning
+    ids: list[str]
+    ts: Grow
+    alive: Grow
+    has_text: Grow
+    line_tokens: Grow
+    bm25: Bm25
+    vectors: VectorFile
+    graph: TurnGraph
+    terms: TermVectors
+    contexts: TermContexts
+    version: int
+
+    @property
+    def rows(self) -> int: ...
+
+    def order(self) -> tuple[np.ndarray, np.ndarray]:
+        """(rows sorted by time, position of each row in that order)."""
+
+    def record(self, row: int) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+        """(user, assistant, dates) of a row."""
 
 RANGE_EXACT = 5000
 """A time range with at most this many turns is scored whole; a longer one through candidates."""
 
 
-def search(ix: "FileTurnIndex", req: SearchRequest) -> list[SearchHit]:
+def search(ix: RankedIndex, req: SearchRequest) -> list[SearchHit]:
     if len(ix) == 0:
         return []
     q_terms = terms(req.text)  # segmenting is the costly part: once per search
@@ -52,7 +81,7 @@ def search(ix: "FileTurnIndex", req: SearchRequest) -> list[SearchHit]:
         futures.wait(pending)  # they read the index: done before the caller may let anyone change it
 
 
-def _rank(ix: "FileTurnIndex", req: SearchRequest, q_terms: list[str], content: set[str], vector: np.ndarray | None,
+def _rank(ix: RankedIndex, req: SearchRequest, q_terms: list[str], content: set[str], vector: np.ndarray | None,
           pending: list[futures.Future]) -> list[SearchHit]:
     t = ix.tuning
     # The diary's terms nearest the query's vector that it does not hold (`expand.py`), looked up
@@ -137,7 +166,7 @@ expansion's, which needs the candidates): FAISS and numpy leave the GIL, and on 
 would add to a prompt."""
 
 
-def _look_up(ix: "FileTurnIndex", vector: np.ndarray | None, weight: float, pending: list[futures.Future],
+def _look_up(ix: RankedIndex, vector: np.ndarray | None, weight: float, pending: list[futures.Future],
              lookup, *args) -> "futures.Future[list[int]] | None":
     """An expansion's nearest-term lookup, submitted to the helper thread and added to `pending`
     (the search waits for all of them); None when that expansion is off."""
@@ -148,7 +177,7 @@ def _look_up(ix: "FileTurnIndex", vector: np.ndarray | None, weight: float, pend
     return future
 
 
-def _expanded(ix: "FileTurnIndex", near: "futures.Future[list[int]] | None", halves: np.ndarray) -> np.ndarray:
+def _expanded(ix: RankedIndex, near: "futures.Future[list[int]] | None", halves: np.ndarray) -> np.ndarray:
     """Per candidate half, its BM25 over a query's expansion terms (0 where none of them occurs)."""
     if near is None:
         return np.zeros(halves.shape, dtype=np.float32)
@@ -157,7 +186,7 @@ def _expanded(ix: "FileTurnIndex", near: "futures.Future[list[int]] | None", hal
     return ix.bm25.score_units(ids, halves.reshape(-1), ix.alive.view, ix.version).reshape(halves.shape)
 
 
-def _candidates(ix: "FileTurnIndex", req: SearchRequest, lex, dense_rows: np.ndarray, in_range: np.ndarray) -> np.ndarray:
+def _candidates(ix: RankedIndex, req: SearchRequest, lex, dense_rows: np.ndarray, in_range: np.ndarray) -> np.ndarray:
     """(rows to score, which of them are candidates in their own right rather than neighbours):
     the top of each signal (and a small range whole), with their neighbours."""
     t = ix.tuning
@@ -183,7 +212,7 @@ class _Neighbours:
     """Lines next to each other in one conversation: candidate halves in time order, with the
     pairs that lie within `dist` lines and the session gap of each other."""
 
-    def __init__(self, ix: "FileTurnIndex", cand: np.ndarray) -> None:
+    def __init__(self, ix: RankedIndex, cand: np.ndarray) -> None:
         order, pos = ix.order()
         self.pos = ((2 * pos[cand])[:, None] + np.array([0, 1])).reshape(-1)
         self.by_pos = np.argsort(self.pos)
@@ -220,7 +249,7 @@ class _Neighbours:
         return out.reshape(-1, 2)
 
 
-def _exchange(ix: "FileTurnIndex", rows: np.ndarray, vecs: np.ndarray, du_user: np.ndarray, vector: np.ndarray) -> np.ndarray:
+def _exchange(ix: RankedIndex, rows: np.ndarray, vecs: np.ndarray, du_user: np.ndarray, vector: np.ndarray) -> np.ndarray:
     """Per row, the cosine of its user line with the reply just before it: the mean of the two
     line vectors, from the stored halves (nothing is embedded). A first line of a sitting, or one
     after an empty reply, is itself."""
@@ -244,7 +273,7 @@ def _top(scores: np.ndarray, k: int) -> np.ndarray:
     return np.argpartition(-scores, k)[:k]
 
 
-def _range_rows(ix: "FileTurnIndex", start: int | None, end: int | None) -> np.ndarray:
+def _range_rows(ix: RankedIndex, start: int | None, end: int | None) -> np.ndarray:
     if start is None or end is None:
         return np.zeros(0, dtype=np.int64)
     order, _ = ix.order()
@@ -253,7 +282,7 @@ def _range_rows(ix: "FileTurnIndex", start: int | None, end: int | None) -> np.n
     return np.sort(order[lo:hi])
 
 
-def _dense_candidates(ix: "FileTurnIndex", vector: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+def _dense_candidates(ix: RankedIndex, vector: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
     if vector is None:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
     dead = ix.rows - len(ix)
@@ -262,7 +291,7 @@ def _dense_candidates(ix: "FileTurnIndex", vector: np.ndarray | None, k: int) ->
     return rows[keep][:k], sims[keep][:k]
 
 
-def _with_neighbours(ix: "FileTurnIndex", rows: np.ndarray) -> np.ndarray:
+def _with_neighbours(ix: RankedIndex, rows: np.ndarray) -> np.ndarray:
     if rows.size == 0:
         return rows
     order, pos = ix.order()

@@ -25,6 +25,9 @@ from engine.config import EngineConfig, open_config
 from engine.errors import ConfigError
 from engine.orchestrator import MemoryOrchestrator
 from engine.paths import character_paths, validate_id
+import engine.service.chat as chat
+import engine.service.inspect_api as inspect_api
+import engine.service.memory_api as memory_api
 from engine.service.auth import BodyLimit, LoopbackGuard, make_auth
 from engine.service.errors import CatchAll, ServiceError, install_error_handlers
 from engine.service.housekeeping import compile_patterns
@@ -151,8 +154,6 @@ def create_app(
     app.state.identity = IdentityPolicy.from_config(config.service, tokens)
     app.state.housekeeping_rules = compile_patterns(config.service.housekeeping_patterns)
     install_error_handlers(app, data_dir=config.data_dir)
-
-    from engine.service import chat, inspect_api, memory_api
 
     auth = [Depends(make_auth(tokens))]
     app.include_router(chat.router, dependencies=auth)

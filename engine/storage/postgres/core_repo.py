@@ -28,7 +28,8 @@ from engine.adapters.embedder import Embedder
 from engine.stores.core.facts import Fact
 from engine.stores.core.index import GUARD_EXACT_MAX, FactIndex, sync_index
 from engine.stores.core.pending import PendingTurn, _from_dict, _to_dict
-from engine.stores.core.repo import RepositoryBase, View
+from engine.stores.core.port import View
+from engine.stores.core.repo import RepositoryBase
 from engine.stores.core.table import FactTable
 from engine.stores.core.tx import Transaction
 from engine.storage.postgres.connect import Database

@@ -182,6 +182,16 @@ class PgDiaryTurns:
                                 (owner,)).fetchall()
             return [_row_to_turn(r) for r in rows]
 
+    def last_time(self, user_id: str) -> datetime | None:
+        """When the user's last live turn was said (one index lookup)."""
+        with self.db.tx() as conn:
+            owner = self.owners.get(conn, user_id, create=False)
+            if owner is None:
+                return None
+            row = conn.execute("SELECT at, at_off FROM diary_turns WHERE owner_id = %s AND deleted_at IS NULL "
+                               "ORDER BY at DESC LIMIT 1", (owner,)).fetchone()
+            return None if row is None else join_time(row[0], row[1])
+
     def count(self, user_id: str) -> int:
         with self.db.tx() as conn:
             owner = self.owners.get(conn, user_id, create=False)
@@ -244,6 +254,16 @@ class PgDiaryTurns:
                 "written_by = EXCLUDED.written_by",
                 (owner, day, turns, text, by),
             )
+
+    def digest(self, user_id: str, day: date) -> tuple[int, str] | None:
+        """(turns, text) of the user's digest of `day`, or None."""
+        with self.db.tx() as conn:
+            owner = self.owners.get(conn, user_id, create=False)
+            if owner is None:
+                return None
+            row = conn.execute("SELECT turns, text FROM diary_digests WHERE owner_id = %s AND local_day = %s",
+                               (owner, day)).fetchone()
+            return None if row is None else (int(row[0]), str(row[1]))
 
     def digests(self, user_id: str) -> list[tuple[date, int, str, str]]:
         """(day, turns, text, written_by) for every digest of the user, by day."""

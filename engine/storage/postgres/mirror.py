@@ -14,9 +14,11 @@ and the last `seq` it holds. A query first fetches the rows changed since then (
 and forget bumps `seq`, and one user's changes commit in `seq` order, see
 `search.lock_owner_index`), so a turn recorded through another worker is found on the next
 message. A worker that starts empty builds the copy on the user's first query from the stored
-vectors (no embedding; only rows written without their per-half vectors are embedded here); a
-copy more than `BACKGROUND_OVER` rows behind is built in a background thread while the caller
-searches in SQL (`PgTurnSearch.search`), since indexing 100,000 turns takes minutes.
+vectors (no embedding; only rows written without their per-half vectors are embedded here).
+There is no other ranking to fall back on while a copy is built: the same question ranks the same
+way before and after a worker warms up. A build that outlasts the prompt's time limit for the
+diary leaves that prompt without diary lines (named in its diagnostics) and goes on; `kioku db
+index` or `reindex` builds the copies ahead.
 At most `max_users` copies stay open per worker (least recently used closed first; their files
 stay, so reopening one only catches up).
 """
@@ -26,7 +28,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -45,10 +46,7 @@ log = logging.getLogger(__name__)
 
 FETCH = 5_000
 """Rows per round trip while catching up (bounds memory on a first build of a large user)."""
-BACKGROUND_OVER = 5_000
-"""A copy this many rows behind when a worker first opens it is caught up in a background thread
-(indexing 100,000 turns takes minutes, as the files index's own build does); meanwhile `search`
-returns None and the caller searches in SQL (`PgTurnSearch.search`)."""
+
 
 
 def turn_vectors(embed: Callable[[list[str]], np.ndarray], pairs: Sequence[tuple[str, str]], *, dim: int) -> np.ndarray:
@@ -78,10 +76,8 @@ class _Copy:
 
     def __init__(self, folder: Path, embedder: Embedder) -> None:
         self.lock = threading.Lock()
-        self.checked = False
-        """Whether this process looked how far behind the saved copy is (once, at first use)."""
-        self.building = False
-        """A background thread is catching the copy up (and holds `lock`)."""
+        self.warm = False
+        """Whether this worker brought the copy up to date, term vectors included, once."""
         # Another worker process on this host with the same data folder keeps its own copy.
         self.claim = FolderClaim(folder, owner_lock=folder.parent / f".lock-{folder.name}")
         self.index = FileTurnIndex(self.claim.path, embedder)
@@ -109,79 +105,32 @@ class PgSearchMirror:
         self._lock = threading.Lock()
         self._instance: str | None = None
 
-    def search(self, user_id: str, request: SearchRequest) -> list[SearchHit] | None:
-        """The files backend's ranking over the user's turns as the database holds them now;
-        None while the copy is being built in the background (search in SQL meanwhile)."""
+    def search(self, user_id: str, request: SearchRequest) -> list[SearchHit]:
+        """The files backend's ranking over the user's turns as the database holds them now."""
         copy = self._copy(user_id)
-        if copy.building:
-            return None
-        copy.lock.acquire()
-        if copy.building:  # started while this thread waited
-            copy.lock.release()
-            return None
-        handed = False
-        try:
-            if not copy.checked:
-                copy.checked = True
-                if self._behind(copy.index, user_id) > BACKGROUND_OVER:
-                    self._build_in_background(copy, user_id)  # the thread releases the lock
-                    handed = True
-                    return None
+        if not copy.warm:
+            self.catch_up(user_id)  # a worker's first search of the user: its term vectors too
+            copy.warm = True
+        with copy.lock:
             self._catch_up(copy.index, user_id)
             copy.terms.start()
             return copy.index.search(request)
-        finally:
-            if not handed:
-                copy.lock.release()
 
     def catch_up(self, user_id: str) -> int:
         """Bring this worker's copy of the user up to date now, term vectors included (`reindex`,
         or a caller that wants every search to see the same index); returns the terms embedded."""
         copy = self._copy(user_id)
         copy.terms.wait()  # else both would embed the same terms
-        with copy.lock:  # waits for a background build, if one is running
-            copy.checked = True
+        with copy.lock:
             self._catch_up(copy.index, user_id)
             done = copy.index.catch_up_terms()
             copy.index.save(force=True)
             return done
 
-    def _behind(self, index: FileTurnIndex, user_id: str) -> int:
-        """Rows changed since the copy's saved `seq` (all of them for a copy of another database)."""
-        with self.pg.db.tx() as conn:
-            owner = self.pg.owners.get(conn, user_id, create=False)
-            if owner is None:
-                return 0
-            prefix = f"{self._instance_of(conn)}:{owner}:"
-            last = int(index.sync_token[len(prefix):]) if index.sync_token.startswith(prefix) else 0
-            return conn.execute("SELECT count(*) FROM turn_search WHERE owner_id = %s AND seq > %s",
-                                (owner, last)).fetchone()[0]
-
     def _instance_of(self, conn) -> str:
         if self._instance is None:
             self._instance = conn.execute("SELECT value FROM kioku_meta WHERE key = 'instance'").fetchone()[0]
         return self._instance
-
-    def _build_in_background(self, copy: "_Copy", user_id: str) -> None:
-        """Catch the copy up in a thread that holds its lock (handed over from the caller)."""
-
-        copy.building = True
-
-        def run() -> None:
-            try:
-                t0 = time.perf_counter()
-                self._catch_up(copy.index, user_id)
-                copy.terms.start()
-                log.info("search copy of %s: %d turns caught up in %.1f s", user_id, len(copy.index),
-                         time.perf_counter() - t0)
-            except Exception as exc:  # noqa: BLE001 - the next search tries again (SQL meanwhile)
-                log.warning("search copy of %s: building failed (%s); searching in SQL until it is built", user_id, exc)
-                copy.checked = False
-            finally:
-                copy.building = False
-                copy.lock.release()
-
-        threading.Thread(target=run, name=f"kioku-search-copy-{user_id}", daemon=True).start()
 
     def close(self) -> None:
         with self._lock:

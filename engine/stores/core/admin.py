@@ -19,7 +19,7 @@ from engine.stores.core.facts import Fact, Revision, check_fact_text, normalise_
 from engine.stores.core.ops import FactOp
 from engine.stores.core.pending import PendingTurn
 from engine.stores.core.reconcile import Applied, Reconciler
-from engine.stores.core.repo import FactRepository
+from engine.stores.core.port import FactRepository
 
 MANUAL = "manual"
 IMPORT = "import"

@@ -29,7 +29,7 @@ from engine.config import CoreConfig
 from engine.stores.base import Turn
 from engine.stores.core.pending import PendingTurn
 from engine.stores.core.reconcile import Proposal, Reconciler
-from engine.stores.core.repo import FactRepository
+from engine.stores.core.port import FactRepository
 from engine.stores.core.tx import Transaction
 
 log = logging.getLogger(__name__)

@@ -26,7 +26,7 @@ from engine.prompts import Prompts
 from engine.stores.core.extract import llm_ops
 from engine.stores.core.facts import MAX_FACT_CHARS, Fact, Revision, normalise_text
 from engine.stores.core.ops import FactOp, ReplyError, Said
-from engine.stores.core.repo import View
+from engine.stores.core.port import View
 from engine.stores.core.rules import rule_ops
 from engine.stores.core.tx import Transaction
 

@@ -39,14 +39,16 @@ from engine.errors import DataFileError
 from engine.paths import CharacterPaths, UserPaths
 from engine.stores.core.cache import IndexCache
 from engine.stores.core.errors import FactStoreBusyError
-from engine.stores.core.facts import parse_facts
+from engine.fileio import append_bytes_durably, atomic_write_bytes
+from engine.stores.core.facts import dump_facts, parse_facts
 from engine.stores.core.index import GUARD_EXACT_MAX, FactIndex, sync_index
-from engine.stores.core.pending import PendingTurn, pending_path, read_pending, set_aside
+from engine.stores.core.pending import PendingTurn, pending_path, read_pending, set_aside, write_pending
 from engine.stores.core.files import (
     appendable, decode, modified_at, nothing, racy, read_consistent, read_locked, signature_of,
 )
 from engine.stores.core.table import FactTable
-from engine.stores.core.tx import Transaction, commit, note_facts
+from engine.stores.core.port import View
+from engine.stores.core.tx import Transaction, note_facts
 
 log = logging.getLogger(__name__)
 
@@ -95,15 +97,6 @@ class UserFacts:
         return self.hasher.hexdigest()
 
 
-@dataclass(frozen=True)
-class View:
-    """What a reader sees, under the user's thread lock."""
-
-    facts: FactTable
-    index: FactIndex
-    version: int
-
-
 class RepositoryBase:
     """What both fact repositories (files, `PgFactRepository`) keep the same way: the embedder and
     clock the core store's transactions use, and the users loaded in this process."""
@@ -138,7 +131,7 @@ class RepositoryBase:
             return list(self._users.items())
 
 
-class FactRepository(RepositoryBase):
+class FilesFactRepository(RepositoryBase):
     """Every user's facts of one character."""
 
     def __init__(
@@ -378,3 +371,37 @@ class FactRepository(RepositoryBase):
             yield
         finally:
             user.file_lock.release()
+
+
+def commit(user: UserFacts, tx: Transaction) -> None:
+    """Write what `tx` changed (see the module docstring for the order)."""
+    pending = tx.new_pending
+    old_pending = {t.id: t for t in user.pending}
+    pending_changed = pending is not None and pending != user.pending
+    pending_first = pending_changed and any(old_pending.get(t.id) != t for t in pending or [])
+    if pending_changed and pending_first:
+        _write_pending(user, pending or [])
+    if tx.changes:
+        path = user.paths.core_file
+        if tx.appended_only and user.appendable:
+            chunk = dump_facts(tx.appended_only).encode("utf-8")
+            append_bytes_durably(path, chunk)
+            user.hasher.update(chunk)
+        else:
+            data = dump_facts(tx.facts.values()).encode("utf-8")
+            atomic_write_bytes(path, data)
+            user.hasher = hashlib.sha256(data)
+            user.appendable = len(tx.facts) > 0
+        user.signature = signature_of(path)
+        user.racy = racy(user.signature)
+        user.version += 1
+        user.unsaved += tx.changes
+    if pending_changed and not pending_first:
+        _write_pending(user, pending or [])
+
+
+def _write_pending(user: UserFacts, turns: list[PendingTurn]) -> None:
+    path = pending_path(user.paths.root)
+    write_pending(path, turns)
+    user.pending = list(turns)
+    user.pending_signature = signature_of(path)

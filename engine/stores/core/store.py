@@ -14,7 +14,6 @@ The older method names (`facts`, `add_fact`, `update_fact`, `delete_fact`, `impo
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from zoneinfo import ZoneInfo
@@ -32,7 +31,7 @@ from engine.stores.core.facts import Fact
 from engine.stores.core.ops import FactOp
 from engine.stores.core.reconcile import Applied, Reconciler, forget_turn
 from engine.stores.core.relevance import MAX_MESSAGE_CHARS, Relevance
-from engine.stores.core.repo import FactRepository
+from engine.stores.core.port import FactRepository
 
 __all__ = ["Applied", "CoreMemoryStore", "FactNotFoundError"]
 
@@ -47,15 +46,17 @@ class CoreMemoryStore:
     def __init__(
         self,
         *,
+        repo: FactRepository,
         paths: CharacterPaths,
         config: CoreConfig,
         embedder: Embedder,
         llm: LLM | None,
         prompts: Prompts,
         tz: ZoneInfo,
-        clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], datetime] | None = None,
     ) -> None:
+        """`repo`: where the facts are kept (`engine.factory` picks it); `paths`: the character's
+        folder (its cache holds the relevance calibration); `wall_clock`: now, for extraction."""
         self.paths = paths
         self.config = config
         self.embedder = embedder
@@ -63,7 +64,7 @@ class CoreMemoryStore:
         self.prompts = prompts
         self.tz = tz
         self.duplicate_threshold = thresholds_for(embedder, "core_duplicate", config.duplicate_threshold)
-        self.repo = FactRepository(paths, embedder, tz, check_interval_s=config.check_interval_s, clock=clock)
+        self.repo = repo
         self.reconciler = Reconciler(
             embedder=embedder, embed_passages=self.repo.embed_passages, llm=llm, prompts=prompts,
             duplicate_threshold=self.duplicate_threshold, duplicate_action=config.duplicate_action,

@@ -10,22 +10,29 @@ guard makes the retry harmless). Either way nothing is lost.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Iterator
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 
-from engine.fileio import append_bytes_durably, atomic_write_bytes
-from engine.stores.core.facts import Fact, dump_facts, new_fact_id, normalise_text
-from engine.stores.core.files import racy, signature_of
+from engine.stores.core.facts import Fact, new_fact_id, normalise_text
 from engine.stores.core.index import FactIndex
-from engine.stores.core.pending import PendingTurn, pending_path, write_pending
+from engine.stores.core.table import FactTable
+from engine.stores.core.pending import PendingTurn
 
 
-if TYPE_CHECKING:
-    from engine.stores.core.repo import UserFacts
+class UserState(Protocol):
+    """What a transaction reads and updates of one user's facts, whichever repository holds them
+    (the files `UserState`, Postgres' `PgUserState`)."""
+
+    facts: FactTable
+    index: FactIndex | None
+    pending: list[PendingTurn]
+    by_text: dict[str, str] | None
+    """Normalised text of each live fact -> its id; built on the first write."""
+    turns: set[str] | None
+    """Turn ids that appear in any fact's sources or revisions; built on the first write."""
 
 
 class Embed(Protocol):
@@ -35,7 +42,7 @@ class Embed(Protocol):
 class Transaction:
     """Changes to one user's facts and pending turns; see the module docstring."""
 
-    def __init__(self, user: UserFacts, *, now: datetime, embed: Embed) -> None:
+    def __init__(self, user: UserState, *, now: datetime, embed: Embed) -> None:
         self._user = user
         self.now = now
         self._embed = embed
@@ -48,6 +55,17 @@ class Transaction:
         self.changes = 0
         if user.by_text is None or user.turns is None:
             _build_derived(user)
+
+    @property
+    def new_pending(self) -> list[PendingTurn] | None:
+        """The pending turns as this transaction leaves them; None when it did not touch them."""
+        return self._pending
+
+    @property
+    def appended_only(self) -> list[Fact]:
+        """The facts this transaction added, when it changed nothing else (a file can take them
+        as an append); [] otherwise."""
+        return [] if self._rewrite else list(self._appended.values())
 
     # ------------------------------------------------------------------ reading
 
@@ -134,12 +152,12 @@ class Transaction:
         self.changes += 1
 
 
-def _build_derived(user: UserFacts) -> None:
+def _build_derived(user: UserState) -> None:
     user.by_text, user.turns = {}, set()
     note_facts(user, user.facts.values())
 
 
-def note_facts(user: UserFacts, facts: Iterable[Fact]) -> None:
+def note_facts(user: UserState, facts: Iterable[Fact]) -> None:
     """Add facts new to this process to the text and turn lookups."""
     by_text, turns = user.by_text, user.turns
     assert by_text is not None and turns is not None
@@ -148,37 +166,3 @@ def note_facts(user: UserFacts, facts: Iterable[Fact]) -> None:
             by_text.setdefault(normalise_text(fact.text), fact.id)
         turns.update(fact.source_turns)
         turns.update(b for r in fact.history for b in r.by)
-
-
-def commit(user: UserFacts, tx: Transaction) -> None:
-    """Write what `tx` changed (see the module docstring for the order)."""
-    pending = tx._pending
-    old_pending = {t.id: t for t in user.pending}
-    pending_changed = pending is not None and pending != user.pending
-    pending_first = pending_changed and any(old_pending.get(t.id) != t for t in pending or [])
-    if pending_changed and pending_first:
-        _write_pending(user, pending or [])
-    if tx.changes:
-        path = user.paths.core_file
-        if tx._appended and not tx._rewrite and user.appendable:
-            chunk = dump_facts(tx._appended.values()).encode("utf-8")
-            append_bytes_durably(path, chunk)
-            user.hasher.update(chunk)
-        else:
-            data = dump_facts(tx.facts.values()).encode("utf-8")
-            atomic_write_bytes(path, data)
-            user.hasher = hashlib.sha256(data)
-            user.appendable = len(tx.facts) > 0
-        user.signature = signature_of(path)
-        user.racy = racy(user.signature)
-        user.version += 1
-        user.unsaved += tx.changes
-    if pending_changed and not pending_first:
-        _write_pending(user, pending or [])
-
-
-def _write_pending(user: UserFacts, turns: list[PendingTurn]) -> None:
-    path = pending_path(user.paths.root)
-    write_pending(path, turns)
-    user.pending = list(turns)
-    user.pending_signature = signature_of(path)

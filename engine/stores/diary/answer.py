@@ -8,8 +8,7 @@
    names removed: names decide which side ranks first instead), for the budget left. A range in
    the question ranks its turns first. Lines already in the window are skipped.
 
-Both backends answer with this one `answer`; what differs is behind `DiarySource` (the files
-diary: `source.FileDiarySource`; Postgres: `engine.storage.postgres.stores`).
+Every backend answers with this one `answer`; what differs is behind `DiarySource` (`port.py`).
 """
 
 from __future__ import annotations
@@ -18,10 +17,9 @@ import logging
 import math
 import re
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,6 +30,7 @@ from engine.search.text import content_terms, only_common_words
 from engine.stores.base import Hit, Query
 from engine.stores.diary.dates import label_range
 from engine.stores.diary.entry import DiaryEntry
+from engine.stores.diary.port import DiarySource
 from engine.stores.diary.people import OTHER, SELF, about_someone, mentions, names_participant
 from engine.stores.diary.recall import RecallDecision, decide_for, is_question, past_ranges, recall_cue
 from engine.stores.diary.render import (
@@ -136,32 +135,6 @@ def is_small_talk(message: str, text: str, *, cued: bool, about_us: bool, asks_r
     return not (asks_range or about_us) and only_common_words(text)
 
 
-class DiarySource(Protocol):
-    """One user's diary as `answer` reads it, whichever backend holds it (the files diary's
-    `UserDiary`, the Postgres tables): the steps of an answer are the same, only these differ."""
-
-    def hold(self) -> AbstractContextManager:
-        """Held while answering (the files diary: its lock, after catching up with the day files)."""
-
-    def span(self, lo: int, hi: int, vector, reason: Callable[[int, str], str]) -> RangeTurns:
-        """The turns of [lo, hi) epoch seconds in time order, with `reason(turns in the span,
-        what was dropped)`. A turn already returned for another span keeps its row."""
-
-    def turn_ids(self, rows: np.ndarray) -> list[str]: ...
-
-    def entries(self, rows: np.ndarray) -> list[DiaryEntry]:
-        """The entries of these rows, same order."""
-
-    def digest(self, day: str, turns: int) -> str | None:
-        """The memory LLM's digest of `day`, when one was written for the day's `turns` turns
-        (all of them in the range); None otherwise."""
-
-    def broken(self, start: datetime, stop: datetime) -> list[str]:
-        """Problems of the day files the range touches (a day that could not be read is not empty)."""
-
-    def search(self, request: SearchRequest) -> list[SearchHit]: ...
-
-
 @dataclass(frozen=True)
 class Answering:
     """What an answer needs of its store besides the source."""
@@ -170,11 +143,6 @@ class Answering:
     prompts: "Prompts"
     tz: tzinfo
     budget: int
-
-    @classmethod
-    def of(cls, store) -> "Answering":
-        """From a diary store of either backend (both keep these under the same names)."""
-        return cls(config=store.config, prompts=store.prompts, tz=store.tz, budget=store.budget_tokens)
 
 
 def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> list[Hit]:
