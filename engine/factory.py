@@ -25,7 +25,7 @@ from engine.errors import ConfigError
 from engine.fake_openai import echo_rule
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
-from engine.journal import Journal, JournalPolicy
+from engine.journal import Journal, JournalPolicy, TurnJournal
 from engine.shortterm import FileBackend, ShortTermBackend, ShortTermMemory
 from engine.stores.base import Store
 from engine.stores.core.port import FactRepository
@@ -121,7 +121,7 @@ def make_journal(
     stores: Sequence[Store],
     worker: Worker,
     policy: JournalPolicy,
-) -> Journal:
+) -> TurnJournal:
     """The durable journal and job queue: per-user files, or the database's shared queue."""
     if config.storage.backend == "postgres":
         from engine.storage.postgres.backend import open_backend
@@ -132,7 +132,7 @@ def make_journal(
         queue = PgJournal(backend.db, paths.root.name, owners=backend.owners(paths.root.name),
                           lease_s=config.storage.job_lease_s, backoff_s=policy.retry_base_s,
                           max_backoff_s=policy.retry_max_s)
-        return PgJournalRunner(queue, short_term=short_term, stores=stores, worker=worker, policy=policy,  # type: ignore[return-value]
+        return PgJournalRunner(queue, short_term=short_term, stores=stores, worker=worker, policy=policy,
                                poll_interval_s=config.storage.poll_interval_s)
     return Journal(paths, short_term=short_term, stores=stores, worker=worker, policy=policy)
 

@@ -26,18 +26,18 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import partial
 
+from engine.journal.jobs import Jobs, diagnostics
 from engine.journal.log import JOURNAL_FILE, Item, UserLog
 from engine.journal.records import DoneRecord, FailRecord, ForgetRecord, TurnRecord
 from engine.journal.status import JobState, JournalStatus, UserJournalStatus
 from engine.paths import CharacterPaths
-from engine.shortterm import DEFAULT_CHAT, FoldConflictError, ShortTermMemory, turn_of
+from engine.shortterm import DEFAULT_CHAT, ShortTermMemory, turn_of
 from engine.shortterm.locks import LockTable
 from engine.stores.base import Store, Turn
 from engine.worker import JobError, Worker
 
 log = logging.getLogger(__name__)
 
-FOLD_JOB = "summary.fold"
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class Journal:
     ) -> None:
         self.paths = paths
         self.short_term = short_term
-        self.stores = {s.name: s for s in stores}
+        self.jobs = Jobs(short_term, stores)
         self.worker = worker
         self.policy = policy
         self.errors: deque[JobError] = deque(maxlen=100)
@@ -77,8 +77,6 @@ class Journal:
         self._logs: dict[str, UserLog] = {}
         self._opened: set[str] = set()
         self._closed = False
-        self.turn_jobs = [f"{name}.record" for name in self.stores] + [FOLD_JOB]
-        self.forget_jobs = [f"{name}.forget" for name, s in self.stores.items() if callable(getattr(s, "forget", None))]
 
     # -- files and locks -----------------------------------------------------------------------
 
@@ -191,11 +189,11 @@ class Journal:
 
     def _open_jobs(self, journal: UserLog, item: Item) -> list[str]:
         if item.kind == "forget":
-            jobs = self.forget_jobs
+            jobs = self.jobs.forget_jobs
         elif item.key in journal.forgotten:
             return []  # taken back before its jobs ran: the forget jobs undo whatever did run
         else:
-            jobs = self.turn_jobs
+            jobs = self.jobs.turn_jobs
         return [j for j in jobs if (item.key, j) not in journal.done]
 
     def _drain(self, user_id: str) -> None:
@@ -238,14 +236,8 @@ class Journal:
 
     def _run(self, user_id: str, item: Item, job: str) -> DoneRecord | FailRecord:
         """Run one job (no lock held); the mark to journal for it."""
-        store_name, _, action = job.rpartition(".")
         try:
-            if job == FOLD_JOB:
-                self._fold(user_id, item.turn)
-            elif action == "record":
-                self.stores[store_name].record(item.turn)
-            else:
-                self.stores[store_name].forget(user_id, item.key)  # type: ignore[attr-defined]
+            self.jobs.run(job, user_id=user_id, turn_id=item.key, turn=None if item.kind == "forget" else item.turn)
         except Exception as exc:  # noqa: BLE001 - a failing job is kept, shown and retried, never fatal
             previous = self._log(user_id).fails.get((item.key, job))
             attempt = (previous.attempt if previous else 0) + 1
@@ -257,17 +249,6 @@ class Journal:
             self.errors.append(JobError(job, error, time.time()))
             return FailRecord(item.key, job, attempt, error[:2000], time.time() + delay)
         return DoneRecord(item.key, job)
-
-    def _fold(self, user_id: str, turn: Turn) -> None:
-        """Summary: computed with no lock held (LLM), applied under the lock if still current."""
-        for _ in range(3):
-            fold = self.short_term.prepare_fold(user_id, chat_id=turn.chat_id, now=turn.at)
-            if fold is None:
-                return
-            # The window's own lock only: recording goes on (journal fsync) while the fold is stored.
-            if self.short_term.apply_fold(user_id, fold, chat_id=turn.chat_id):
-                return
-        raise FoldConflictError(f"summary of {user_id}/{turn.chat_id}: the window kept changing; will retry")
 
     def _compact(self, user_id: str) -> None:
         with self._locked(user_id) as journal:
@@ -304,21 +285,7 @@ class Journal:
 
     def diagnostics(self, user_id: str) -> list[str]:
         """For the prompt: failed jobs, work waiting longer than `backlog_s`, unreadable lines."""
-        status = self.user_status(user_id)
-        now = datetime.now(timezone.utc)
-        lines = [f"journal: {p}" for p in status.problems]
-        failed = [j for j in status.jobs if j.state == "failed"]
-        for j in failed[:5]:
-            lines.append(f"journal: {j.job} of turn {j.turn_id} failed {j.attempts}x, retried at "
-                         f"{j.retry_at:%H:%M:%S} UTC: {j.error}")
-        if len(failed) > 5:
-            lines.append(f"journal: {len(failed) - 5} more failed job(s)")
-        late = [j for j in status.jobs if j.state == "pending" and (now - j.queued_at).total_seconds() > self.policy.backlog_s]
-        if late:
-            age = (now - late[0].queued_at).total_seconds()
-            lines.append(f"journal: {len(late)} job(s) waiting longer than {self.policy.backlog_s:g}s "
-                         f"(oldest: {late[0].job} of turn {late[0].turn_id}, {age:.0f}s)")
-        return lines
+        return diagnostics(self.user_status(user_id), backlog_s=self.policy.backlog_s)
 
     def close(self) -> None:
         self._closed = True

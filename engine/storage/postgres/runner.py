@@ -22,10 +22,10 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from datetime import timezone
 
-from engine.journal import FOLD_JOB, JournalPolicy, JournalStatus
-from engine.journal.runner import Journal
+from engine.journal import JournalPolicy, JournalStatus
+from engine.journal.jobs import FOLD_JOB, Jobs, diagnostics
 from engine.journal.status import JobState, UserJournalStatus
-from engine.shortterm import FoldConflictError, ShortTermMemory
+from engine.shortterm import ShortTermMemory
 from engine.shortterm.memory import turn_messages
 from engine.storage.postgres.journal import Job, JournalTurn, OpenJob, PgJournal
 from engine.stores.base import Store, Turn
@@ -39,22 +39,20 @@ _CLAIM = 4
 
 
 class PgJournalRunner:
-    """Same surface as `engine.journal.Journal` (what the orchestrator calls)."""
+    """The journal over the shared queue (`engine.journal.jobs.TurnJournal`)."""
 
     def __init__(self, journal: PgJournal, *, short_term: ShortTermMemory, stores: Sequence[Store], worker: Worker,
                  policy: JournalPolicy = JournalPolicy(), poll_interval_s: float = 1.0) -> None:
         self.pg = journal
-        self.short_term = short_term
-        self.stores = {s.name: s for s in stores}
+        self.jobs = Jobs(short_term, stores)
         self.worker = worker
         self.policy = policy
         self.poll_interval_s = poll_interval_s
         self.errors: deque[JobError] = deque(maxlen=100)
         self._closed = False
         self._key = f"pg:{journal.character_id}:{id(self)}"
-        self.turn_jobs = [f"{name}.record" for name in self.stores] + [FOLD_JOB]
-        self.ordered = [FOLD_JOB, *(f"{name}.record" for name in self.stores if name != "diary")]
-        self.forget_jobs = [f"{name}.forget" for name, s in self.stores.items() if callable(getattr(s, "forget", None))]
+        self.ordered = [FOLD_JOB, *(f"{name}.record" for name in self.jobs.stores if name != "diary")]
+        """Facts and the summary depend on the order of turns; diary entries are keyed by their time."""
 
     # -- the synchronous part ------------------------------------------------------------------
 
@@ -63,14 +61,14 @@ class PgJournalRunner:
         new = self.pg.record(
             JournalTurn(turn_id=turn.id, user_id=turn.user_id, at=turn.at, user=turn.user, assistant=turn.assistant,
                         chat_id=turn.chat_id, replaces=replaces),
-            jobs=self.turn_jobs, ordered=self.ordered, window=turn_messages(turn),
+            jobs=self.jobs.turn_jobs, ordered=self.ordered, window=turn_messages(turn),
         )
         if new:
             self.kick()
         return new
 
     def forget(self, user_id: str, turn_id: str) -> None:
-        self.pg.forget(user_id, turn_id, jobs=self.forget_jobs)
+        self.pg.forget(user_id, turn_id, jobs=self.jobs.forget_jobs)
         self.kick()
 
     # -- opening ---------------------------------------------------------------------------------
@@ -83,7 +81,7 @@ class PgJournalRunner:
     def touch(self, user_id: str) -> None:
         """Nothing to replay per user: the queue is shared and polled."""
 
-    def kick(self, user_id: str | None = None, **_: object) -> None:
+    def kick(self) -> None:
         if not self._closed:
             self.worker.submit("journal.drain", self._drain, key=f"{self._key}:drain")
 
@@ -117,21 +115,16 @@ class PgJournalRunner:
     def _run(self, job: Job) -> None:
         t = job.turn
         turn = Turn(id=t.turn_id, user_id=t.user_id, at=t.at, user=t.user, assistant=t.assistant, chat_id=t.chat_id)
-        store_name, _, action = job.name.rpartition(".")
         try:
             with self._renewing(job):
-                if job.name == FOLD_JOB:
-                    self._fold(turn)
-                elif job.name == REPLACE_JOB:
+                if job.name == REPLACE_JOB:
                     if t.replaces:
-                        for name in self.forget_jobs:
-                            self.stores[name.rpartition(".")[0]].forget(t.user_id, t.replaces)  # type: ignore[attr-defined]
-                elif store_name not in self.stores:
+                        self.jobs.forget_everywhere(t.user_id, t.replaces)
+                elif job.name.rpartition(".")[0] not in self.jobs.stores and job.name != FOLD_JOB:
                     log.warning("journal: job %s of turn %s names no store of this worker; done", job.name, t.turn_id)
-                elif action == "record":
-                    self.stores[store_name].record(turn)
                 else:
-                    self.stores[store_name].forget(t.user_id, t.turn_id)  # type: ignore[attr-defined]
+                    forget = job.name.endswith(".forget")
+                    self.jobs.run(job.name, user_id=t.user_id, turn_id=t.turn_id, turn=None if forget else turn)
         except Exception as exc:  # noqa: BLE001 - a failing job is kept, shown and retried, never fatal
             self._note(job.name, exc, f" of turn {t.turn_id} ({t.user_id}), attempt {job.attempts}")
             with contextlib.suppress(Exception):
@@ -163,14 +156,6 @@ class PgJournalRunner:
         finally:
             stop.set()
 
-    def _fold(self, turn: Turn) -> None:
-        """Summary: computed with no lock held (LLM), applied by check-and-set."""
-        for _ in range(3):
-            fold = self.short_term.prepare_fold(turn.user_id, chat_id=turn.chat_id, now=turn.at)
-            if fold is None or self.short_term.apply_fold(turn.user_id, fold, chat_id=turn.chat_id):
-                return
-        raise FoldConflictError(f"summary of {turn.user_id}/{turn.chat_id}: the window kept changing; will retry")
-
     def _note(self, job: str, exc: Exception, where: str = "") -> None:
         error = f"{type(exc).__name__}: {exc}"
         log.warning("journal: %s%s failed: %s", job, where, error)
@@ -189,8 +174,9 @@ class PgJournalRunner:
         users = tuple(UserJournalStatus(u, tuple(jobs), ()) for u, jobs in sorted(by_user.items()))
         return JournalStatus(self.pg.character_id, users)
 
-    # The prompt's lines about failed and late jobs, rendered as the files journal does.
-    diagnostics = Journal.diagnostics
+    def diagnostics(self, user_id: str) -> list[str]:
+        """For the prompt: failed jobs and work waiting longer than `backlog_s`."""
+        return diagnostics(self.user_status(user_id), backlog_s=self.policy.backlog_s)
 
     def close(self) -> None:
         self._closed = True
