@@ -108,7 +108,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     with _open(args) as orch:
         llm = make_llm(orch.config.llm)
         if llm is None:
-            print("no LLM configured: set llm.backend: openai in config.yaml (see README)", file=sys.stderr)
+            print("no LLM configured: set llm.backend: openai in config.yaml (see docs/configuration.md)", file=sys.stderr)
             return 2
         print(f"chatting with {orch.character.name} as {args.user}; empty line or Ctrl-D to quit")
         while True:

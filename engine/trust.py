@@ -90,7 +90,7 @@ OPERATOR_KEYS: frozenset[str] = frozenset({
     "storage",
 })
 
-README_SECTION = 'README: "What a character folder may change"'
+README_SECTION = 'the manual: docs/security.md, "What a character folder may change"'
 
 
 def character_may_set(path: tuple[str, ...]) -> bool:

@@ -326,7 +326,7 @@ def recall_cue(message: str) -> str:
 
 
 NIGHT_END_HOUR = 5
-"""A night runs to 05:00 the next morning (the README's parts of day)."""
+"""A night runs to 05:00 the next morning (the manual's parts of day, docs/time-expressions.md)."""
 
 
 def before_today(start: datetime, stop: datetime, today: datetime) -> bool:

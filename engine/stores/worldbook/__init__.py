@@ -1,6 +1,6 @@
 """The world book: author-written lore in YAML files, matched by keyword and by meaning.
 
-The file formats are documented in the README's world-book section.
+The file formats are documented in the manual (docs/world-book.md).
 """
 
 from __future__ import annotations

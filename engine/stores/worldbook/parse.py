@@ -5,7 +5,7 @@ A file is YAML in one of two shapes, told apart by shape alone:
 * simple (MoeChat): a mapping `关键词: 详细描述`; each pair becomes an entry whose only key is the
   keyword and whose injected text is `关键词: 详细描述`;
 * extended: a list of entry mappings, either at the top level or under a single `entries:` key
-  (see the README's world-book section for every field).
+  (see docs/world-book.md for every field).
 
 The YAML is parsed once with line marks kept (the composed node tree), so every validation
 error - pydantic's included - is reported at the line of the offending entry, field or key.
