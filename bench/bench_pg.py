@@ -35,9 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from pg_server import PgServer, find_install  # noqa: E402
 
-from engine.storage.postgres import Database, PgSettings, upgrade  # noqa: E402
-from engine.storage.postgres.diary import PgDiaryTurns  # noqa: E402
-from engine.storage.postgres.search import PgTurnSearch  # noqa: E402
+from engine.backends.postgres import Database, PgSettings, upgrade  # noqa: E402
+from engine.backends.postgres.diary import PgDiaryTurns  # noqa: E402
+from engine.backends.postgres.search import PgTurnSearch  # noqa: E402
 
 DIM = 384
 LATENT = 32

@@ -26,10 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from pg_server import PgServer, find_install  # noqa: E402
 
-from engine.storage.postgres import Database, PgSettings, upgrade  # noqa: E402
-from engine.storage.postgres.diary import PgDiaryTurns, StoredTurn  # noqa: E402
-from engine.storage.postgres.lexical import document_text  # noqa: E402
-from engine.storage.postgres.search import IndexedTurn, PgTurnSearch  # noqa: E402
+from engine.backends.postgres import Database, PgSettings, upgrade  # noqa: E402
+from engine.backends.postgres.diary import PgDiaryTurns, StoredTurn  # noqa: E402
+from engine.backends.postgres.lexical import document_text  # noqa: E402
+from engine.backends.postgres.search import IndexedTurn, PgTurnSearch  # noqa: E402
 
 _REPO = Path(__file__).resolve().parents[1]
 # ../shared next to the repository (a worktree sits one level deeper).

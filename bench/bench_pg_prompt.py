@@ -38,10 +38,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from engine.config import load_config  # noqa: E402
-from engine.fake_openai import FakeOpenAIServer  # noqa: E402
+from engine.testing.fake_openai import FakeOpenAIServer  # noqa: E402
 from engine.orchestrator import MemoryOrchestrator  # noqa: E402
 from engine.paths import character_paths  # noqa: E402
-from engine.service.testing import copy_demo  # noqa: E402
+from engine.testing.serve import copy_demo  # noqa: E402
 from engine.stores.diary.entry import DiaryEntry  # noqa: E402
 from pg_server import PgServer, find_install  # noqa: E402
 
@@ -77,7 +77,7 @@ class HashedEmbedder:
     def embed(self, texts, *, role="passage"):
         import numpy as np
 
-        from engine.fake_openai import hashed_embedding
+        from engine.testing.fake_openai import hashed_embedding
 
         return np.array([hashed_embedding(t, self.dim) for t in texts], dtype=np.float32).reshape(-1, self.dim)
 
@@ -158,8 +158,8 @@ def _copy_user(conn, state, user_cache: Path, user: str, entries: list[DiaryEntr
     import numpy as np
 
     from engine.search.files import FileTurnIndex
-    from engine.storage.postgres.lexical import document_text
-    from engine.storage.postgres.owners import Owners
+    from engine.backends.postgres.lexical import document_text
+    from engine.backends.postgres.owners import Owners
 
     ix = FileTurnIndex(user_cache / "diary" / "search", embedder)
     vectors = np.asarray(ix.vectors.matrix(), dtype=np.float32)
@@ -215,9 +215,9 @@ def main() -> None:
             pg_cfg = config(tmp / "empty", upstream.base_url, {"backend": "postgres", "url": conninfo})
             copy_demo(tmp / "empty")
             from engine.factory import make_embedder, make_timezone
-            from engine.storage.postgres import Database, upgrade
-            from engine.storage.postgres.backend import settings_of
-            from engine.storage.postgres.transfer import import_character
+            from engine.backends.postgres import Database, upgrade
+            from engine.backends.postgres.backend import settings_of
+            from engine.backends.postgres.transfer import import_character
 
             embedder = hashed if args.copy == "on" else make_embedder(pg_cfg.embedder)
             with psycopg.connect(conninfo) as conn:

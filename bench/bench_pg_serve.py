@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from engine.service.testing import KiokuServe, copy_demo  # noqa: E402
+from engine.testing.serve import KiokuServe, copy_demo  # noqa: E402
 from pg_server import PgServer, find_install  # noqa: E402
 
 FRUITS = ("苹果", "榴莲", "芒果", "荔枝", "香蕉")

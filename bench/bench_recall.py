@@ -247,7 +247,7 @@ def main() -> None:
                 run_set(f"zh {path.stem}", zh, data / f"zh-{path.stem}", tuple(s["sample_id"] for s in zh))
     finally:
         if server is not None:
-            from engine.storage.postgres.backend import close_backends
+            from engine.backends.postgres.backend import close_backends
 
             close_backends()
             server.stop()
@@ -266,7 +266,7 @@ def _start_postgres(install: str):
 
     from engine.config import load_config
     from engine.factory import make_embedder
-    from engine.storage.postgres import upgrade
+    from engine.backends.postgres import upgrade
 
     server = PgServer(find_install(install)).start()
     conninfo = server.create_database("kioku", vector=install == "pgserver")

@@ -59,7 +59,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_service import UpstreamProcess  # noqa: E402
 from harness import chat_client  # noqa: E402
 from engine.character import open_character  # noqa: E402
-from engine.service.testing import ServiceProcess, copy_demo  # noqa: E402
+from engine.testing.serve import ServiceProcess, copy_demo  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
 
 TOKEN = "bench-token"

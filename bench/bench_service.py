@@ -26,8 +26,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from engine.fake_openai import FakeOpenAIServer  # noqa: E402
-from engine.service.testing import ServiceProcess  # noqa: E402
+from engine.testing.fake_openai import FakeOpenAIServer  # noqa: E402
+from engine.testing.serve import ServiceProcess  # noqa: E402
 from harness import chat_client, options  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
 

@@ -4,7 +4,7 @@ same checks as `bench/replay_frontend.py` on what kioku stored. Run by hand (Ope
     python3.11 -m venv /work/owui && /work/owui/bin/pip install torch==2.13.0 && /work/owui/bin/pip install open-webui
     PYTHONPATH=$PWD .venv/bin/python bench/openwebui_session.py --open-webui /work/owui/bin/open-webui --keep /tmp/owui-session
 
-What runs, all on 127.0.0.1 and offline: `engine.fake_openai` as the upstream LLM; `kioku serve` with
+What runs, all on 127.0.0.1 and offline: `engine.testing.fake_openai` as the upstream LLM; `kioku serve` with
 `service.trusted_headers: [kioku, openwebui]` and a token; a small recording proxy in front of it
 (every request Open WebUI sends is written as a recording line `{seq, t, path, headers, body,
 status}` with the Authorization and e-mail headers redacted, the same format as
@@ -50,8 +50,8 @@ from replay_frontend import (  # noqa: E402
     TOKEN, Exchange, Line, Report, check_all, check_prompts, chats_by_user, read_stores, spoken, write_config,
 )
 
-from engine.fake_openai import FakeOpenAIServer  # noqa: E402
-from engine.service.testing import KiokuServe, free_port  # noqa: E402
+from engine.testing.fake_openai import FakeOpenAIServer  # noqa: E402
+from engine.testing.serve import KiokuServe, free_port  # noqa: E402
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]

@@ -6,7 +6,7 @@ The recording is JSON lines `{seq, t, path, headers, body, status}`: every POST 
 in order (see shared/frontends/README.md). Its Authorization values are redacted; the replay sends
 its own token instead. Nothing in here knows a particular frontend or file.
 
-Pass 1 (several accounts): a fresh data folder, `engine.fake_openai` as the upstream, and a real
+Pass 1 (several accounts): a fresh data folder, `engine.testing.fake_openai` as the upstream, and a real
 `kioku serve` on 127.0.0.1 that trusts kioku's and Open WebUI's identity headers
 (`service.trusted_headers: [kioku, openwebui]`). Every request is sent with its headers and body,
 in order; the upstream answers each conversation request with the reply the frontend showed for it
@@ -58,8 +58,8 @@ from urllib.parse import quote, unquote
 import httpx
 import yaml
 
-from engine.fake_openai import FakeOpenAIServer, Status
-from engine.service.testing import KiokuServe, copy_demo
+from engine.testing.fake_openai import FakeOpenAIServer, Status
+from engine.testing.serve import KiokuServe, copy_demo
 
 TOKEN = "replay-token-0123456789"
 CHAT_PATH = "/v1/chat/completions"

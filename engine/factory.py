@@ -18,11 +18,10 @@ from engine.adapters.embedder import (
     default_backend_available,
     thresholds_for,
 )
-from engine.adapters.llm import LLM, OpenAIChatLLM, ScriptedLLM
+from engine.adapters.llm import LLM, OpenAIChatLLM, ScriptedLLM, echo_rule
 from engine.config import CoreConfig, DiaryConfig, EmbedderConfig, EngineConfig, LLMConfig
 from engine.config import default_config_path  # noqa: F401 - lives in engine.config; still importable here
 from engine.errors import ConfigError
-from engine.fake_openai import echo_rule
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
 from engine.journal import Journal, JournalPolicy, TurnJournal
@@ -101,12 +100,12 @@ def make_timezone(name: str) -> ZoneInfo:
 
 def make_short_term_backend(config: EngineConfig, paths: CharacterPaths) -> ShortTermBackend:
     if config.short_term.backend == "redis":
-        from engine.shortterm.redis_backend import RedisBackend
+        from engine.backends.redis import RedisBackend
 
         return RedisBackend(paths=paths, config=config.short_term)
     if config.storage.backend == "postgres":
-        from engine.storage.postgres.backend import open_backend
-        from engine.storage.postgres.shortterm import PgShortTermBackend
+        from engine.backends.postgres.backend import open_backend
+        from engine.backends.postgres.shortterm import PgShortTermBackend
 
         backend = open_backend(config.storage)
         return PgShortTermBackend(backend.db, paths.root.name, owners=backend.owners(paths.root.name))
@@ -124,9 +123,9 @@ def make_journal(
 ) -> TurnJournal:
     """The durable journal and job queue: per-user files, or the database's shared queue."""
     if config.storage.backend == "postgres":
-        from engine.storage.postgres.backend import open_backend
-        from engine.storage.postgres.journal import PgJournal
-        from engine.storage.postgres.runner import PgJournalRunner
+        from engine.backends.postgres.backend import open_backend
+        from engine.backends.postgres.journal import PgJournal
+        from engine.backends.postgres.runner import PgJournalRunner
 
         backend = open_backend(config.storage)
         queue = PgJournal(backend.db, paths.root.name, owners=backend.owners(paths.root.name),
@@ -167,8 +166,8 @@ def make_stores(
 def _diary_backend(config: EngineConfig, *, paths: CharacterPaths, embedder: Embedder, tz: ZoneInfo,
                    progress: bool) -> DiaryBackend:
     if config.storage.backend == "postgres":
-        from engine.storage.postgres.backend import open_backend
-        from engine.storage.postgres.stores import PgDiary
+        from engine.backends.postgres.backend import open_backend
+        from engine.backends.postgres.diary_backend import PgDiary
 
         pg = open_backend(config.storage)
         pg.check_dim(embedder.dim)
@@ -178,8 +177,8 @@ def _diary_backend(config: EngineConfig, *, paths: CharacterPaths, embedder: Emb
 
 def _fact_repository(config: EngineConfig, *, paths: CharacterPaths, embedder: Embedder, tz: ZoneInfo) -> FactRepository:
     if config.storage.backend == "postgres":
-        from engine.storage.postgres.backend import open_backend
-        from engine.storage.postgres.core_repo import PgFactRepository
+        from engine.backends.postgres.backend import open_backend
+        from engine.backends.postgres.core_repo import PgFactRepository
 
         pg = open_backend(config.storage)
         pg.check_dim(embedder.dim)

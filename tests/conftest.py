@@ -28,7 +28,7 @@ def embedder():
 @pytest.fixture
 def openai_server():
     """A real OpenAI-compatible HTTP server on 127.0.0.1 with a scripted reply queue."""
-    from engine.fake_openai import FakeOpenAIServer
+    from engine.testing.fake_openai import FakeOpenAIServer
 
     with FakeOpenAIServer() as server:
         yield server

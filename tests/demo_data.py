@@ -1,5 +1,5 @@
 """The config for tests that drive the whole engine on the demo character with only the diary on
-(copy the character with `engine.service.testing.copy_demo`), and lines of everyday errands for
+(copy the character with `engine.testing.serve.copy_demo`), and lines of everyday errands for
 search tests that need a crowd for the one line they look for."""
 
 from __future__ import annotations

@@ -355,7 +355,7 @@ def pg(pg_db):
     """An upgraded database on both paths: (Database, SchemaState, PgDatabase)."""
     import psycopg
 
-    from engine.storage.postgres import Database, PgSettings, upgrade
+    from engine.backends.postgres import Database, PgSettings, upgrade
 
     with psycopg.connect(pg_db.conninfo) as conn:
         state = upgrade(conn)

@@ -15,7 +15,7 @@ from engine.orchestrator import MemoryOrchestrator
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
 from engine.stores.base import Query, Turn
-from engine.fake_openai import Status
+from engine.testing.fake_openai import Status
 from engine.factory import files_core_store
 from engine.stores.core.background import FACTS as REFERENCE
 

@@ -10,7 +10,7 @@ import pytest
 from engine.adapters.llm import OpenAIChatLLM, ScriptedLLM
 from engine.config import CoreConfig
 from engine.errors import DataFileError, LLMError
-from engine.fake_openai import Delay, Garbage, Status
+from engine.testing.fake_openai import Delay, Garbage, Status
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
 from engine.stores.base import Turn

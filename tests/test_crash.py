@@ -34,7 +34,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from engine.config import CoreConfig, load_config
-from engine.fake_openai import FakeOpenAIServer
+from engine.testing.fake_openai import FakeOpenAIServer
 from engine.journal import UserLog
 from engine.paths import character_paths
 from engine.shortterm import FileBackend

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 from engine.config import load_config
-from engine.fake_openai import FakeOpenAIServer
+from engine.testing.fake_openai import FakeOpenAIServer
 from engine.fileio import atomic_write_bytes
 from test_crash import assert_window_holds
 

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from engine.orchestrator import MemoryOrchestrator
-from engine.service.testing import copy_demo
+from engine.testing.serve import copy_demo
 
 from demo_data import diary_only_config
 

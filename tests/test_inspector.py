@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 
-from engine.service.testing import free_port
+from engine.testing.serve import free_port
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 

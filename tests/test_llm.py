@@ -4,7 +4,7 @@ import pytest
 
 from engine.adapters.llm import OpenAIChatLLM, ScriptedLLM
 from engine.errors import LLMError
-from engine.fake_openai import Delay, Garbage, Reply, Status
+from engine.testing.fake_openai import Delay, Garbage, Reply, Status
 
 
 def test_reply_and_request_shape(openai_server):

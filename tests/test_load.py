@@ -206,7 +206,7 @@ def test_closing_refuses_waiting_and_new_prompts(data_dir, embedder):
 def embeddings_server_process():
     """A real OpenAI-compatible server in its own process (so that killing it kills its sockets)."""
     code = (
-        "import time; from engine.fake_openai import FakeOpenAIServer; s = FakeOpenAIServer().start(); "
+        "import time; from engine.testing.fake_openai import FakeOpenAIServer; s = FakeOpenAIServer().start(); "
         "print(s.base_url, flush=True); time.sleep(600)"
     )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.fake_openai import Delay, FakeOpenAIServer
+from engine.testing.fake_openai import Delay, FakeOpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent
 SLOW_S = 120.0

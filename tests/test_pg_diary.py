@@ -10,9 +10,9 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
-from engine.storage.postgres.diary import PgDiaryTurns, StoredTurn
-from engine.storage.postgres.owners import NaiveTimeError
-from engine.storage.postgres.search import IndexedTurn, PgTurnSearch
+from engine.backends.postgres.diary import PgDiaryTurns, StoredTurn
+from engine.backends.postgres.owners import NaiveTimeError
+from engine.backends.postgres.search import IndexedTurn, PgTurnSearch
 from pg_server import pg, pg_db, pg_plain_server, pg_vector_server  # noqa: E402, F401 - fixtures
 
 CST = timezone(timedelta(hours=8))

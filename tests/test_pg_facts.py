@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 
-from engine.storage.postgres.facts import FactMissingError, PgFacts
+from engine.backends.postgres.facts import FactMissingError, PgFacts
 from pg_server import pg, pg_db, pg_plain_server, pg_vector_server  # noqa: E402, F401 - fixtures
 
 CST = timezone(timedelta(hours=8))
@@ -75,8 +75,8 @@ class TestFacts:
 WRITER = textwrap.dedent("""
     import sys
     from datetime import datetime, timedelta, timezone
-    from engine.storage.postgres import Database, PgSettings
-    from engine.storage.postgres.facts import PgFacts
+    from engine.backends.postgres import Database, PgSettings
+    from engine.backends.postgres.facts import PgFacts
     conninfo, name, n, shared_id = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     db = Database(PgSettings(url=conninfo, max_connections=2), environ={}).open()
     facts = PgFacts(db, "c")

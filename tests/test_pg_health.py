@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 
 from engine.config import load_config
 from engine.service.app import create_app
-from engine.storage.postgres import upgrade
-from engine.storage.postgres.backend import close_backends
+from engine.backends.postgres import upgrade
+from engine.backends.postgres.backend import close_backends
 from pg_server import fresh_database, free_port, pg_vector_server  # noqa: F401 - fixtures
 
 SECRET = "hunter2-not-in-any-answer"

@@ -16,8 +16,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from engine.shortterm.backend import WindowMessage
-from engine.storage.postgres.journal import JournalTurn, PgJournal
-from engine.storage.postgres.window import PgWindow
+from engine.backends.postgres.journal import JournalTurn, PgJournal
+from engine.backends.postgres.window import PgWindow
 from pg_server import pg, pg_db, pg_plain_server, pg_vector_server  # noqa: E402, F401 - fixtures
 
 T0 = datetime(2026, 5, 1, 21, 0, tzinfo=timezone(timedelta(hours=8)))
@@ -90,8 +90,8 @@ class TestJournal:
 
 CLAIMER = textwrap.dedent("""
     import sys, time
-    from engine.storage.postgres import Database, PgSettings
-    from engine.storage.postgres.journal import PgJournal
+    from engine.backends.postgres import Database, PgSettings
+    from engine.backends.postgres.journal import PgJournal
     db = Database(PgSettings(url=sys.argv[1], max_connections=2), environ={}).open()
     journal = PgJournal(db, "c", worker_id=sys.argv[2], lease_s=float(sys.argv[3]))
     mode = sys.argv[4]

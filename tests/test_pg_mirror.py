@@ -1,4 +1,4 @@
-"""The worker's copy of a user's search index (engine/storage/postgres/mirror.py): it ranks
+"""The worker's copy of a user's search index (engine/backends/postgres/mirror.py): it ranks
 exactly as the files index does over the same turns, and follows adds, edits and forgets made
 through any worker (both paths: pgvector and vectors in the table)."""
 
@@ -12,13 +12,13 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
-from engine.fake_openai import hashed_embedding
+from engine.testing.fake_openai import hashed_embedding
 from engine.paths import CharacterPaths
 from engine.search.base import SearchRequest, TurnDoc
 from engine.search.files import FileTurnIndex
-from engine.storage.postgres.diary import PgDiaryTurns, StoredTurn
-from engine.storage.postgres.mirror import PgSearchMirror, turn_vectors
-from engine.storage.postgres.search import IndexedTurn, PgTurnSearch
+from engine.backends.postgres.diary import PgDiaryTurns, StoredTurn
+from engine.backends.postgres.mirror import PgSearchMirror, turn_vectors
+from engine.backends.postgres.search import IndexedTurn, PgTurnSearch
 from pg_server import pg, pg_db, pg_plain_server, pg_vector_server  # noqa: F401 - fixtures
 
 TZ = timezone(timedelta(hours=8))

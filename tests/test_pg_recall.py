@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 
 from engine.config import load_config
 from engine.orchestrator import MemoryOrchestrator
-from engine.service.testing import copy_demo
+from engine.testing.serve import copy_demo
 from pg_server import fresh_database, pg_vector_server  # noqa: F401 - fixture
 
 TZ = ZoneInfo("Asia/Shanghai")
@@ -55,7 +55,7 @@ def _config(data, storage=None):
 def both(tmp_path_factory, embedder, pg_vector_server):  # noqa: F811 - the fixture imported above
     import psycopg
 
-    from engine.storage.postgres import upgrade
+    from engine.backends.postgres import upgrade
 
     conninfo = fresh_database(pg_vector_server, vector=True)
     with psycopg.connect(conninfo) as conn:
@@ -77,7 +77,7 @@ def both(tmp_path_factory, embedder, pg_vector_server):  # noqa: F811 - the fixt
     yield orchs
     for orch in orchs:
         orch.close()
-    from engine.storage.postgres.backend import close_backends
+    from engine.backends.postgres.backend import close_backends
 
     close_backends()
 

@@ -9,7 +9,7 @@ pytest.importorskip("psycopg", reason="the Postgres backend needs kioku[postgres
 import psycopg
 
 from engine.errors import ConfigError
-from engine.storage.postgres import (
+from engine.backends.postgres import (
     SCHEMA_VERSION,
     Database,
     PgSettings,
@@ -96,7 +96,7 @@ def test_a_server_that_goes_down_mid_use_fails_writes_with_storage_unavailable()
     """A real server stopped under an open pool: the next write raises, it does not hang or pass."""
     from datetime import datetime, timezone
 
-    from engine.storage.postgres.journal import JournalTurn, PgJournal
+    from engine.backends.postgres.journal import JournalTurn, PgJournal
     from pg_server import PgServer, find_install
 
     install = find_install("debian") or find_install("pgserver")

@@ -13,8 +13,8 @@ from zoneinfo import ZoneInfo
 from engine.fileio import atomic_write_text, atomic_write_yaml
 from engine.paths import character_paths
 from engine.shortterm.backend import Brain, FileBackend, WindowMessage
-from engine.storage.postgres.search import PgTurnSearch
-from engine.storage.postgres.transfer import export_character, import_character
+from engine.backends.postgres.search import PgTurnSearch
+from engine.backends.postgres.transfer import export_character, import_character
 from engine.stores.core.facts import Fact, Revision, dump_facts, parse_facts
 from engine.stores.diary.dayfile import append_entry, day_file_name, load_day
 from engine.stores.diary.entry import DiaryEntry

@@ -15,7 +15,7 @@ import pytest
 from engine.adapters.embed_cache import CachedEmbedder
 from engine.config import load_config
 from engine.orchestrator import MemoryOrchestrator
-from engine.service.testing import copy_demo
+from engine.testing.serve import copy_demo
 
 from demo_data import diary_only_config
 

@@ -46,7 +46,7 @@ def redis_client(redis_url):
 
 
 def make_backend(tmp_path, redis_url, character="c", **overrides):
-    from engine.shortterm.redis_backend import RedisBackend
+    from engine.backends.redis import RedisBackend
 
     config = ShortTermConfig(**{"backend": "redis", "redis_url": redis_url, "max_messages": 6, "max_tokens": 400,
                                 "summary_max_words": 80, **overrides})
@@ -135,7 +135,7 @@ class TestIdempotenceAndLocking:
         assert redis_client.exists(f"{backend.key('u1')}:lock") == 0
 
     def test_a_held_lock_makes_another_writer_wait_then_fail_with_a_clear_error(self, tmp_path, redis_url, redis_client):
-        from engine.shortterm.redis_backend import RedisBackendError
+        from engine.backends.redis import RedisBackendError
 
         holder, _ = make_backend(tmp_path, redis_url)
         waiter, _ = make_backend(tmp_path, redis_url, redis_lock_wait_s=0.3)

@@ -13,7 +13,7 @@ import pytest
 
 from engine.config import load_config
 from engine.orchestrator import MemoryOrchestrator
-from engine.service.testing import copy_demo
+from engine.testing.serve import copy_demo
 
 TZ = ZoneInfo("Asia/Shanghai")
 NOW = datetime(2026, 11, 20, 21, 0, tzinfo=TZ)

@@ -15,7 +15,7 @@ from engine.search.base import SearchRequest, Tuning, TurnDoc
 from engine.search.files import FileTurnIndex
 from engine.search.lexical import Bm25
 from engine.search.text import is_content, terms
-from engine.service.testing import copy_demo
+from engine.testing.serve import copy_demo
 
 from demo_data import diary_only_config, errands
 

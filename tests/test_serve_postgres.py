@@ -36,7 +36,7 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """(database conninfo, [worker A, worker B], the scripted upstream, the database server)."""
-    from engine.fake_openai import FakeOpenAIServer
+    from engine.testing.fake_openai import FakeOpenAIServer
 
     tmp = tmp_path_factory.mktemp("pg-serve")
     server, conninfo = start_database(tmp)

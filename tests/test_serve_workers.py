@@ -59,7 +59,7 @@ def test_a_worker_slow_to_start_is_not_killed(tmp_path):
     it was answering."""
     from bench_serve_load import TOKEN, KiokuServeWorkers, write_config
 
-    from engine.fake_openai import FakeOpenAIServer
+    from engine.testing.fake_openai import FakeOpenAIServer
 
     hook = tmp_path / "hook"
     hook.mkdir()

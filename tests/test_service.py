@@ -18,12 +18,12 @@ import yaml
 
 from engine.config import load_config
 from engine.errors import ConfigError
-from engine.fake_openai import Delay, Garbage, Status
+from engine.testing.fake_openai import Delay, Garbage, Status
 from engine.service.app import create_app
 from engine.service.errors import ServiceError
 from engine.service.selection import select
 from engine.service.run import check_bind, serve
-from engine.service.testing import ServiceThread
+from engine.testing.serve import ServiceThread
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "test-token-123"
@@ -48,7 +48,7 @@ def service_config(data_dir, base_url, *, token=TOKEN, **overrides):
 @pytest.fixture(scope="module")
 def shared_service(tmp_path_factory, embedder):
     """One service for the module (opening the character takes seconds); tests use distinct users."""
-    from engine.fake_openai import FakeOpenAIServer
+    from engine.testing.fake_openai import FakeOpenAIServer
 
     data_dir = copy_demo(tmp_path_factory.mktemp("service"))
     with FakeOpenAIServer() as upstream:

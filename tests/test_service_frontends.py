@@ -1,5 +1,5 @@
 """Replays of what real chat frontends send (issue 13), through a real `kioku serve` process on
-127.0.0.1 with `engine.fake_openai` as the upstream LLM.
+127.0.0.1 with `engine.testing.fake_openai` as the upstream LLM.
 
 The fixtures in `tests/fixtures/frontends/` are modelled on the shared Open WebUI 0.12.4 recording
 and on the default prompts of SillyTavern, LibreChat, LobeChat and NextChat: one request a line,
@@ -21,9 +21,9 @@ import httpx
 import pytest
 import yaml
 
-from engine.fake_openai import FakeOpenAIServer
+from engine.testing.fake_openai import FakeOpenAIServer
 from engine.orchestrator import MemoryOrchestrator
-from engine.service.testing import KiokuServe, copy_demo
+from engine.testing.serve import KiokuServe, copy_demo
 
 FIXTURES = Path(__file__).parent / "fixtures" / "frontends"
 TZ = ZoneInfo("Asia/Shanghai")

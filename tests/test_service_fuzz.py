@@ -23,7 +23,7 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
 from engine.service.app import create_app
-from engine.service.testing import demo_service, service_config
+from engine.testing.serve import demo_service, service_config
 
 TOKEN = "fuzz-token"
 EXAMPLES = int(os.environ.get("KIOKU_FUZZ_EXAMPLES", "15"))

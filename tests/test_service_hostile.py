@@ -12,9 +12,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from engine.fake_openai import FakeOpenAIServer
+from engine.testing.fake_openai import FakeOpenAIServer
 from engine.service.app import create_app
-from engine.service.testing import ServiceProcess, ServiceThread, copy_demo, service_config
+from engine.testing.serve import ServiceProcess, ServiceThread, copy_demo, service_config
 
 TOKEN = "hostile-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

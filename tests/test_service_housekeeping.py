@@ -11,11 +11,11 @@ import pytest
 import yaml
 
 from engine.errors import ConfigError
-from engine.fake_openai import FakeOpenAIServer
+from engine.testing.fake_openai import FakeOpenAIServer
 from engine.service.app import create_app
 from engine.service.errors import ServiceError
 from engine.service.housekeeping import classify, compile_patterns
-from engine.service.testing import ServiceThread, copy_demo, service_config
+from engine.testing.serve import ServiceThread, copy_demo, service_config
 
 FIXTURES = Path(__file__).parent / "fixtures" / "frontends"
 TOKEN = "hk-token"

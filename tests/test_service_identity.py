@@ -12,11 +12,11 @@ import pytest
 
 from engine.config import ServiceConfig
 from engine.errors import ConfigError
-from engine.fake_openai import FakeOpenAIServer
+from engine.testing.fake_openai import FakeOpenAIServer
 from engine.service.app import create_app
 from engine.service.errors import ServiceError
 from engine.service.identity import IdentityPolicy, Principal, TokenTable, chat_id, resolve
-from engine.service.testing import ServiceThread, copy_demo, service_config
+from engine.testing.serve import ServiceThread, copy_demo, service_config
 
 U, C, OU, OC = "X-Kioku-User", "X-Kioku-Chat", "X-OpenWebUI-User-Id", "X-OpenWebUI-Chat-Id"
 

@@ -11,8 +11,8 @@ import openai
 import pytest
 import yaml
 
-from engine.fake_openai import Delay
-from engine.service.testing import demo_service
+from engine.testing.fake_openai import Delay
+from engine.testing.serve import demo_service
 
 TOKEN = "ids-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

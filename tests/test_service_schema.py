@@ -12,7 +12,7 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
 from engine.config import load_config
-from engine.fake_openai import FakeOpenAIServer
+from engine.testing.fake_openai import FakeOpenAIServer
 from engine.service.app import create_app
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,7 +8,7 @@ import pytest
 from engine.adapters.llm import OpenAIChatLLM, ScriptedLLM
 from engine.config import ShortTermConfig
 from engine.errors import DataFileError, LLMError
-from engine.fake_openai import Delay, Garbage, Status
+from engine.testing.fake_openai import Delay, Garbage, Status
 from engine.paths import character_paths
 from engine.prompts import Prompts
 from engine.shortterm import FileBackend, ShortTermMemory, extractive_summary, summarize

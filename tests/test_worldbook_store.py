@@ -302,7 +302,7 @@ def test_the_previous_reply_is_scanned_only_within_a_sitting(tmp_path, embedder,
     the entry in play for "好的"; the same reply from yesterday does not inject it into a new sitting."""
     from engine.config import load_config
     from engine.orchestrator import MemoryOrchestrator
-    from engine.service.testing import copy_demo
+    from engine.testing.serve import copy_demo
 
     copy_demo(tmp_path)
     config = load_config(overrides={"data_dir": str(tmp_path), "memory_llm": {"backend": "none"}}, env={})

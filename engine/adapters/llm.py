@@ -10,7 +10,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from engine.errors import LLMError
 
@@ -76,6 +76,12 @@ class OpenAIChatLLM:
         if not isinstance(text, str) or not text.strip():
             raise LLMError(f"{self.name}: empty reply")
         return text
+
+
+def echo_rule(body: dict[str, Any]) -> str:
+    """`echo: <the last user message>`: the scripted backend's reply (`llm.backend: scripted`)."""
+    last = next((m for m in reversed(body.get("messages", [])) if m.get("role") == "user"), {})
+    return f"echo: {last.get('content', '')}"
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """What the journal's jobs do, and what the orchestrator asks of a journal: one definition for the
 files journal (`runner.Journal`, per-user journal files) and the Postgres one (a queue shared by
-every worker, `engine.storage.postgres.runner`), which differ only in how jobs are kept and
+every worker, `engine.backends.postgres.runner`), which differ only in how jobs are kept and
 claimed.
 
 A turn's jobs are each store's `record` and the summary fold; a forgotten (or replaced) turn's

@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from engine.errors import DataFileError, EngineError, InvalidIdError
 from engine.admin import FactNotFoundError, FactStoreBusyError, FactTextError, StoreDisabledError, TurnNotFoundError
 from engine.fifo import ShuttingDownError
-from engine.storage.errors import SchemaError, StorageUnavailableError
+from engine.backends.errors import SchemaError, StorageUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ ROUTES: dict[type[BaseException], Route] = {
 """Error class -> answer; the most specific class in an exception's MRO wins."""
 
 try:
-    from engine.shortterm.redis_backend import RedisBackendError
+    from engine.backends.redis import RedisBackendError
 except ImportError:  # the redis client is not installed; the file backend needs none
     pass
 else:

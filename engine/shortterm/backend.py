@@ -1,5 +1,5 @@
 """Where the short-term window and the rolling summary persist: files by default (Redis in
-`engine.shortterm.redis_backend` for several hosts).
+`engine.backends.redis` for several hosts).
 
 File layout per user and chat (`chats.py`): `history.yaml` holds one message per line, each a JSON
 (= YAML flow) mapping, so an append never rewrites what is there; `brain.yaml` holds the summary

@@ -1,7 +1,7 @@
 """Where core memory keeps its facts: the port between the core store's one logic (extraction,
 reconciliation, relevance, administration) and a backend. `engine.factory` picks the backend:
 `engine.stores.core.repo.FilesFactRepository` (`users/<id>/core_mem.yml`, the default) or
-`engine.storage.postgres.core_repo.PgFactRepository` (tables shared by several hosts)."""
+`engine.backends.postgres.core_repo.PgFactRepository` (tables shared by several hosts)."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from engine.adapters.embedder import Embedder
 from engine.adapters.llm import LLM
 from engine.errors import LLMError
 from engine.prompts import Prompts
-from engine.stores.core.extract import llm_ops
+from engine.stores.core.llm_ops import llm_ops
 from engine.stores.core.facts import MAX_FACT_CHARS, Fact, Revision, normalise_text
 from engine.stores.core.ops import FactOp, ReplyError, Said
 from engine.stores.core.port import View

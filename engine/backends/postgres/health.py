@@ -24,10 +24,10 @@ def database_health(storage: Any) -> DatabaseHealth | None:
     """None for the files backend; else one round trip to the database (its own connect timeout)."""
     if storage.backend != "postgres":
         return None
-    from engine.storage.errors import SchemaError, StorageUnavailableError
-    from engine.storage.postgres.backend import open_backend, settings_of
-    from engine.storage.postgres.connect import describe_url
-    from engine.storage.postgres.schema import check_schema
+    from engine.backends.errors import SchemaError, StorageUnavailableError
+    from engine.backends.postgres.backend import open_backend, settings_of
+    from engine.backends.postgres.connect import describe_url
+    from engine.backends.postgres.schema import check_schema
 
     settings = settings_of(storage)
     where = describe_url(settings)

@@ -12,11 +12,11 @@ Building blocks, each a small typed repository over one `Database` (a psycopg 3 
 - `transfer`: `kioku db import` / `kioku db export` between a files data folder and the database.
 """
 
-from engine.storage.postgres.connect import Database, PgSettings, StorageUnavailableError, build_conninfo
-from engine.storage.postgres.schema import SCHEMA_VERSION, SchemaError, SchemaState, check_schema, upgrade
+from engine.backends.postgres.connect import Database, PgSettings, StorageUnavailableError, build_conninfo
+from engine.backends.postgres.schema import SCHEMA_VERSION, SchemaError, SchemaState, check_schema, upgrade
 
 # The repositories import psycopg types at use; import them from their modules:
-#   engine.storage.postgres.diary.PgDiaryTurns, .search.PgTurnSearch, .facts.PgFacts,
+#   engine.backends.postgres.diary.PgDiaryTurns, .search.PgTurnSearch, .facts.PgFacts,
 #   .journal.PgJournal, .window.PgWindow, .transfer.import_character / export_character.
 
 __all__ = [

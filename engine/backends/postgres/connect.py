@@ -22,7 +22,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from engine.errors import ConfigError
-from engine.storage.errors import StorageUnavailableError
+from engine.backends.errors import StorageUnavailableError
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from engine.storage.postgres.connect import Database
-from engine.storage.postgres.owners import Owners, join_time, split_time
-from engine.storage.postgres.window import append_in
+from engine.backends.postgres.connect import Database
+from engine.backends.postgres.owners import Owners, join_time, split_time
+from engine.backends.postgres.window import append_in
 from engine.shortterm.backend import WindowMessage
 
 

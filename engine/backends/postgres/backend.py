@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 from engine.config import StorageConfig
 from engine.errors import ConfigError
-from engine.storage.postgres.connect import Database, PgSettings, describe_url
-from engine.storage.postgres.owners import Owners
-from engine.storage.postgres.schema import SchemaError, SchemaState, check_schema
+from engine.backends.postgres.connect import Database, PgSettings, describe_url
+from engine.backends.postgres.owners import Owners
+from engine.backends.postgres.schema import SchemaError, SchemaState, check_schema
 
 log = logging.getLogger(__name__)
 

@@ -24,10 +24,10 @@ from engine.paths import CharacterPaths
 from engine.search.base import SearchHit, SearchRequest
 from engine.stores.diary.entry import DiaryEntry
 from engine.stores.diary.render import RangeTurns
-from engine.storage.postgres.backend import PgBackend
-from engine.storage.postgres.diary import PgDiaryTurns, StoredTurn
-from engine.storage.postgres.mirror import PgSearchMirror, turn_vectors
-from engine.storage.postgres.search import IndexedTurn, PgTurnSearch
+from engine.backends.postgres.backend import PgBackend
+from engine.backends.postgres.diary import PgDiaryTurns, StoredTurn
+from engine.backends.postgres.mirror import PgSearchMirror, turn_vectors
+from engine.backends.postgres.search import IndexedTurn, PgTurnSearch
 
 log = logging.getLogger(__name__)
 

@@ -30,11 +30,11 @@ from datetime import datetime
 import numpy as np
 import psycopg
 
-from engine.storage.postgres.connect import Database
-from engine.storage.postgres.lexical import document_text, query_text
-from engine.storage.postgres.owners import Owners, split_time
-from engine.storage.postgres.schema import SchemaState
-from engine.storage.postgres.worker_vectors import WorkerVectors
+from engine.backends.postgres.connect import Database
+from engine.backends.postgres.lexical import document_text, query_text
+from engine.backends.postgres.owners import Owners, split_time
+from engine.backends.postgres.schema import SchemaState
+from engine.backends.postgres.worker_vectors import WorkerVectors
 
 _SEARCH_LOCK = 1
 """Advisory-lock kind for a user's search rows (see `lock_owner_index`)."""

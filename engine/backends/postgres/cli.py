@@ -41,8 +41,8 @@ def run(args: argparse.Namespace) -> int:
     if config.storage.backend != "postgres" or not config.storage.url:
         raise ConfigError("kioku db needs storage.backend: postgres and storage.url in the config "
                           "(or KIOKU__STORAGE__BACKEND=postgres KIOKU__STORAGE__URL=postgresql://...)")
-    from engine.storage.postgres import Database, check_schema, upgrade
-    from engine.storage.postgres.backend import settings_of
+    from engine.backends.postgres import Database, check_schema, upgrade
+    from engine.backends.postgres.backend import settings_of
 
     progress = not args.no_progress
     with Database(settings_of(config.storage)) as db:
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
 def _import(db: Any, state: Any, config: Any, folder: Path, only: list[str] | None, progress: bool) -> int:
     from engine.character import list_characters
     from engine.factory import make_embedder, make_timezone
-    from engine.storage.postgres.transfer import import_character
+    from engine.backends.postgres.transfer import import_character
 
     if not (folder / "agents").is_dir():
         raise ConfigError(f"{folder}: not a kioku data folder (no agents/ inside)")
@@ -88,7 +88,7 @@ def _import(db: Any, state: Any, config: Any, folder: Path, only: list[str] | No
 
 
 def _index(db: Any, state: Any, only: list[str] | None) -> int:
-    from engine.storage.postgres.search import PgTurnSearch
+    from engine.backends.postgres.search import PgTurnSearch
 
     if state.vector_mode != "pgvector":
         print("kioku: no pgvector in this database: vectors are searched in the worker, there is no index to build")
@@ -102,7 +102,7 @@ def _index(db: Any, state: Any, only: list[str] | None) -> int:
 
 
 def _export(db: Any, folder: Path, only: list[str] | None, progress: bool) -> int:
-    from engine.storage.postgres.transfer import export_character
+    from engine.backends.postgres.transfer import export_character
 
     with db.tx() as conn:
         found = [r[0] for r in conn.execute("SELECT DISTINCT character_id FROM owners ORDER BY 1").fetchall()]
@@ -121,6 +121,6 @@ def storage_line(config: Any) -> str | None:
     with the reason."""
     if config.storage.backend != "postgres":
         return None
-    from engine.storage.postgres.backend import open_backend
+    from engine.backends.postgres.backend import open_backend
 
     return f"kioku: storage {open_backend(config.storage).describe()}"

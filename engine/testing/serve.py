@@ -198,7 +198,7 @@ def demo_service(data_dir: Path, *, characters: Sequence[str] = ("xiaoyue",), to
                  embedder: Any = None) -> Iterator[tuple[ServiceThread, Any]]:
     """The demo character under each id of `characters` in `data_dir`, served in a thread against a
     fake OpenAI upstream: yields (server, upstream)."""
-    from engine.fake_openai import FakeOpenAIServer
+    from engine.testing.fake_openai import FakeOpenAIServer
     from engine.service.app import create_app
 
     for character in characters:

@@ -16,9 +16,9 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from engine.storage.postgres.connect import Database
-from engine.storage.postgres.owners import Owners, join_time, split_time
-from engine.storage.postgres.search import tombstone
+from engine.backends.postgres.connect import Database
+from engine.backends.postgres.owners import Owners, join_time, split_time
+from engine.backends.postgres.search import tombstone
 from engine.stores.diary.entry import DiaryEntry
 
 

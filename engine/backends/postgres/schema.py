@@ -19,8 +19,8 @@ from typing import Literal
 
 import psycopg
 
-from engine.storage.errors import SchemaError
-from engine.storage.postgres.migrations import MIGRATIONS, Context
+from engine.backends.errors import SchemaError
+from engine.backends.postgres.migrations import MIGRATIONS, Context
 
 log = logging.getLogger(__name__)
 

@@ -27,14 +27,14 @@ from engine.errors import DataFileError
 from engine.fileio import atomic_write_text, atomic_write_yaml, read_text_strict
 from engine.paths import CharacterPaths, character_paths
 from engine.shortterm.backend import Brain, FileBackend
-from engine.storage.postgres.connect import Database
-from engine.storage.postgres.diary import PgDiaryTurns, StoredTurn
-from engine.storage.postgres.facts import PgFacts
-from engine.storage.postgres.owners import Owners
-from engine.storage.postgres.schema import SchemaState
-from engine.storage.postgres.mirror import turn_vectors
-from engine.storage.postgres.search import IndexedTurn, PgTurnSearch
-from engine.storage.postgres.window import PgWindow
+from engine.backends.postgres.connect import Database
+from engine.backends.postgres.diary import PgDiaryTurns, StoredTurn
+from engine.backends.postgres.facts import PgFacts
+from engine.backends.postgres.owners import Owners
+from engine.backends.postgres.schema import SchemaState
+from engine.backends.postgres.mirror import turn_vectors
+from engine.backends.postgres.search import IndexedTurn, PgTurnSearch
+from engine.backends.postgres.window import PgWindow
 from engine.stores.core.facts import dump_facts, parse_facts
 from engine.stores.diary.dayfile import DAY_FILE, day_file_name, load_day
 from engine.stores.diary.entry import format_entry

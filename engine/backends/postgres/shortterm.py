@@ -14,9 +14,9 @@ from collections.abc import Collection, Iterator
 
 from engine.shortterm.chats import DEFAULT_CHAT
 from engine.shortterm.state import Brain, Fold, State, WindowMessage, reconcile
-from engine.storage.postgres.connect import Database
-from engine.storage.postgres.owners import Owners
-from engine.storage.postgres.window import PgWindow
+from engine.backends.postgres.connect import Database
+from engine.backends.postgres.owners import Owners
+from engine.backends.postgres.window import PgWindow
 
 _WINDOW_LOCK = 3
 """Advisory-lock kind of a user's windows (see search.py's `_SEARCH_LOCK`)."""

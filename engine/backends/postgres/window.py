@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import psycopg
 
-from engine.storage.postgres.connect import Database
-from engine.storage.postgres.owners import Owners
+from engine.backends.postgres.connect import Database
+from engine.backends.postgres.owners import Owners
 from engine.shortterm.backend import WindowMessage
 
 

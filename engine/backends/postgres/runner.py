@@ -27,7 +27,7 @@ from engine.journal.jobs import FOLD_JOB, Jobs, diagnostics
 from engine.journal.status import JobState, UserJournalStatus
 from engine.shortterm import ShortTermMemory
 from engine.shortterm.memory import turn_messages
-from engine.storage.postgres.journal import Job, JournalTurn, OpenJob, PgJournal
+from engine.backends.postgres.journal import Job, JournalTurn, OpenJob, PgJournal
 from engine.stores.base import Store, Turn
 from engine.worker import JobError, Worker
 

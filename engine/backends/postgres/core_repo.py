@@ -32,9 +32,9 @@ from engine.stores.core.port import View
 from engine.stores.core.repo import RepositoryBase
 from engine.stores.core.table import FactTable
 from engine.stores.core.tx import Transaction
-from engine.storage.postgres.connect import Database
-from engine.storage.postgres.facts import PgFacts, _lock
-from engine.storage.postgres.owners import Owners, split_time
+from engine.backends.postgres.connect import Database
+from engine.backends.postgres.facts import PgFacts, _lock
+from engine.backends.postgres.owners import Owners, split_time
 
 
 @dataclass(eq=False)

@@ -40,7 +40,7 @@ from engine.search.base import SearchHit, SearchRequest, TurnDoc
 from engine.search.claim import FolderClaim
 from engine.search.expand import BackgroundTerms
 from engine.search.files import FileTurnIndex
-from engine.storage.postgres.search import PgTurnSearch
+from engine.backends.postgres.search import PgTurnSearch
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from datetime import datetime
 import psycopg
 
 from engine.errors import EngineError
-from engine.storage.postgres.connect import Database
-from engine.storage.postgres.owners import Owners, join_time, split_time
+from engine.backends.postgres.connect import Database
+from engine.backends.postgres.owners import Owners, join_time, split_time
 from engine.stores.core.facts import Fact, Revision, new_fact_id, normalise_text
 
 _FACTS_LOCK = 2

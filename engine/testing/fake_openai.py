@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from engine.adapters.llm import echo_rule
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -43,11 +45,6 @@ class Garbage:
 
 
 Action = Reply | Status | Delay | Garbage
-
-
-def echo_rule(body: dict[str, Any]) -> str:
-    last = next((m for m in reversed(body.get("messages", [])) if m.get("role") == "user"), {})
-    return f"echo: {last.get('content', '')}"
 
 
 def hashed_embedding(text: str, dim: int = 64) -> list[float]:
