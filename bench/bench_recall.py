@@ -15,6 +15,9 @@ in bench/zh_eval/ (same format) if there is one. `--data DIR` keeps the recorded
 runs (recording ~2,800 turns embeds ~8,000 texts; a user is recorded once per folder).
 `--storage postgres` runs the same protocol on the Postgres backend, in a throwaway server started
 as the tests do (tests/pg_server.py; pgserver with pgvector, `--pg-install debian` without).
+`--cold` asks the questions from a worker that has not warmed up: after recording, the engine is
+opened afresh with its derived search copies deleted and nothing built ahead (on Postgres, the
+worker's copy of the user's index; on files, the user's search index, rebuilt from the day files).
 Prints numbers; asserts nothing.
 """
 
@@ -103,6 +106,8 @@ def make_character(data: Path, name: str, user_name: str, language: str, zone: s
 
 STORAGE: dict = {}
 """`storage` config overrides (set by `--storage postgres`)."""
+COLD = False
+"""Set by `--cold`: ask from a worker that has not warmed up."""
 
 
 def open_orch(data: Path, sample: dict):
@@ -145,11 +150,19 @@ def run_sample(sample: dict, data: Path, stats: dict) -> None:
         orch.flush()
         done.write_text(f"{len(turns)}\n", encoding="utf-8")
     stats["record_s"] += time.perf_counter() - t
-    # A user recorded before term vectors existed gets them in the background at open: finish
-    # them first (what `kioku reindex` does), so every question is asked of the same index.
-    for store in orch.stores:
-        if store.name == "diary" and hasattr(store, "build_search_index"):
-            store.build_search_index(user, progress=False)
+    if COLD:
+        orch.close()
+        for copy in (data / user).rglob("pg-search*"):
+            shutil.rmtree(copy, ignore_errors=True)
+        for copy in (data / user).rglob("diary/search"):
+            shutil.rmtree(copy, ignore_errors=True)
+        orch = open_orch(data, sample)
+    else:
+        # A user recorded before term vectors existed gets them in the background at open: finish
+        # them first (what `kioku reindex` does), so every question is asked of the same index.
+        for store in orch.stores:
+            if store.name == "diary" and hasattr(store, "build_search_index"):
+                store.build_search_index(user, progress=False)
     now = turns[-1][0].replace(hour=12, minute=0) + timedelta(days=1)
     text_of = {u["dia_id"]: u["text"] for k in session_keys(conv) for u in conv[k]}
     for q in sample["qa"]:
@@ -224,12 +237,15 @@ def main() -> None:
     parser.add_argument("--zh", action="store_true", help="also run bench/zh_eval/*.json if present")
     parser.add_argument("--zh-dir", type=Path, default=ROOT / "bench" / "zh_eval", help="where the Chinese set is")
     parser.add_argument("--storage", choices=["files", "postgres"], default="files")
+    parser.add_argument("--cold", action="store_true", help="ask from a worker that has not warmed up (see above)")
     parser.add_argument("--pg-install", choices=["pgserver", "debian"], default="pgserver")
     args = parser.parse_args()
     from engine.runtime import configure_threads
 
     configure_threads()  # as `kioku serve` runs: one faiss thread, one BLAS thread (engine/runtime.py)
     data = args.data or Path(tempfile.mkdtemp(prefix="kioku-recall-"))
+    global COLD
+    COLD = args.cold
     server = _start_postgres(args.pg_install) if args.storage == "postgres" else None
     try:
         samples = json.loads(args.eval.read_text(encoding="utf-8"))
