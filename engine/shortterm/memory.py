@@ -8,6 +8,8 @@ and the summary is still the one it was computed from (else the caller computes 
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, dataclass
+
 import logging
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -66,23 +68,15 @@ def turn_of(message_id: str) -> str | None:
     return head if sep and role in ("u", "a") else None
 
 
+@dataclass(eq=False)
 class ShortTermMemory:
-    def __init__(
-        self,
-        backend: ShortTermBackend,
-        *,
-        config: ShortTermConfig,
-        llm: LLM | None,
-        prompts: Prompts,
-        user_name: str = "user",
-        char_name: str = "assistant",
-    ) -> None:
-        self.backend = backend
-        self.config = config
-        self.llm = llm
-        self.prompts = prompts
-        self.user_name = user_name
-        self.char_name = char_name
+    backend: ShortTermBackend
+    _: KW_ONLY
+    config: ShortTermConfig
+    llm: LLM | None
+    prompts: Prompts
+    user_name: str = "user"
+    char_name: str = "assistant"
 
     # -- reading -------------------------------------------------------------------------------
 

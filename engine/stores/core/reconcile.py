@@ -57,25 +57,16 @@ class Proposal:
     """Set when the memory LLM failed (then `ops` is empty and the offline rules run instead)."""
 
 
+@dataclass(eq=False, kw_only=True)
 class Reconciler:
-    def __init__(
-        self,
-        *,
-        embedder: Embedder,
-        embed_passages: Callable[[list[str]], np.ndarray],
-        llm: LLM | None,
-        prompts: Prompts,
-        duplicate_threshold: float,
-        duplicate_action: Literal["skip", "update"],
-        similar_facts_shown: int,
-    ) -> None:
-        self.embedder = embedder
-        self.embed_passages = embed_passages
-        self.llm = llm
-        self.prompts = prompts
-        self.duplicate_threshold = duplicate_threshold
-        self.duplicate_action = duplicate_action
-        self.similar_facts_shown = similar_facts_shown
+    embedder: Embedder
+    embed_passages: Callable[[list[str]], np.ndarray]
+    """Embeds fact texts through the repository (which counts them)."""
+    llm: LLM | None
+    prompts: Prompts
+    duplicate_threshold: float
+    duplicate_action: Literal["skip", "update"]
+    similar_facts_shown: int
 
     # ------------------------------------------------------------------ proposing (no lock)
 

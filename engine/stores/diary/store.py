@@ -19,7 +19,9 @@ import math
 import threading
 import zoneinfo
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
+from typing import ClassVar
 
 from engine.adapters.embedder import Embedder
 from engine.adapters.llm import LLM
@@ -40,33 +42,22 @@ from engine.stores.diary.writing import write_digest, write_tag
 log = logging.getLogger(__name__)
 
 
+@dataclass(eq=False, kw_only=True)
 class DiaryStore:
-    name = STORE
-
-    def __init__(
-        self,
-        *,
-        backend: DiaryBackend,
-        paths: CharacterPaths,
-        config: DiaryConfig,
-        embedder: Embedder,
-        llm: LLM | None,
-        tz: zoneinfo.ZoneInfo,
-        prompts: Prompts,
-        budget_tokens: int,
-    ) -> None:
-        """`paths`: the character's folder (its character file names the participants)."""
-        self.backend = backend
-        self.paths = paths
-        self.config = config
-        self.embedder = embedder
-        self.llm = llm
-        self.tz = tz
-        self.prompts = prompts
-        self.budget_tokens = budget_tokens
-        self._names: Names | None = None
-        self._last_day: dict[str, str] = {}
-        self._days_lock = threading.Lock()
+    name: ClassVar[str] = STORE
+    backend: DiaryBackend
+    paths: CharacterPaths
+    """The character's folder (its character file names the participants)."""
+    config: DiaryConfig
+    embedder: Embedder
+    llm: LLM | None
+    tz: zoneinfo.ZoneInfo
+    prompts: Prompts
+    budget_tokens: int
+    _names: Names | None = field(default=None, init=False)
+    _last_day: dict[str, str] = field(default_factory=dict, init=False)
+    """The local day of each user's last recorded turn (digests are written when it changes)."""
+    _days_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     # -- the Store protocol ---------------------------------------------------------------------
 
