@@ -1,22 +1,16 @@
-"""Tense moves a yearless date or festival: "正月十五见" said in November means the coming 正月十五,
-"On Thanksgiving I told you …" said four days before it means last year's.
+"""Tense moves a yearless date, festival, season, month, day of the month or bare weekday: "正月十五见"
+said in November means the coming 正月十五, "On Thanksgiving I told you …" said four days before it
+means last year's, "Remember to call me on Monday" said on a Wednesday the coming Monday; and a question
+about a past day ("昨天我们聊了什么？") stores no date at all.
 
-The parser reads a yearless date or festival without looking at the sentence: the most recent one,
-unless it is at most a week ahead ("what did we do on Christmas?" asked on December 27th). A
-sentence can point forward instead ("see you on Christmas", "元宵节一起看灯吧"): when it speaks of
-the future and not of the past, the first occurrence after the moment it was said. A sentence about
-the past ("感恩节那天我们吃了火鸡", "what did I say on Thanksgiving?") never means the one still to
-come that the week's look-ahead chose: it means the one before. Only yearless dates, festivals and
-seasons ("any plans for the summer?") move, and at write time a bare weekday or weekend
-("周五还要汇报", "see you Friday night"), a month and a bare day of the month; "yesterday", "next Friday"
-and "2024年春节" already say which one they mean. At write time a bare weekday also moves forward
-in a Chinese statement with no past marker and in an English one whose clause is told in the
-present ("my appointment is monday"); a yearless date, day of the month, month, festival or season
-with no tense cue is the nearest one, ahead or behind ("7月15号入职" said on June 13th, "getting
-married in december" said in September); a bare day after a date that named its month is in that
-month ("10月2号飞昆明……6号晚上回来"); and a habit ("every Sunday", "we usually … during Thanksgiving")
-names no day (`is_habit`).
-Diary notes (write time) resolve through `resolve_statement` (both moves), time questions
+The parser reads such an expression without looking at the sentence: the most recent one, unless it
+is at most a week ahead. This module reads the sentence: its words are cues (rows of
+`engine.timeparse.tense_cues`), read once per clause into a set of signals; the expression's features
+are those signals, its kind and where the parser put it; and an ordered table of rows
+(`engine.timeparse.tense_rules`) says which occurrence they mean. `explain` shows the features and the
+row that decided.
+
+Diary notes (write time) resolve through `resolve_statement`, time questions
 (`engine.stores.diary.recall`) through `resolve_past` (the move back only).
 """
 
@@ -24,137 +18,192 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import lru_cache
 
 from . import TimeExpression, parse_time_ranges
+from .tense_cues import DAY_CUES, EN_CUES, IMPLIES, TENSE, ZH_CUES
+from .tense_rules import ASKED, KIND_FLAGS, RECALL, WRITE, Row, decide
 
-_MOVABLE_KINDS = frozenset({"date", "festival", "season"})
-_BACK_KINDS = _MOVABLE_KINDS | {"weekday"}
-"""Moved back too: a bare weekday the parser placed later today ("what did we talk about on Sunday
-night", asked on a Sunday afternoon, is last Sunday's night)."""
-_NEAREST_KINDS = frozenset({"date", "day_of_month", "month", "month_part", "festival", "season"})
-"""In a statement with no tense cue, a yearless date, month, festival or season is the nearest
-occurrence, ahead or behind: "7月15号入职" said on June 13th is this July's, "6号晚上回来" said on the
-27th the coming 6th, "my brother is getting married in december" said in September this December,
-"5月6号的天气怎么样" said on May 20th the last one. One a year away is named with its year."""
-_WEEK_KINDS = frozenset({"weekday", "weekend"})
-"""Moved forward in a statement too: a bare weekday or weekend the parser read as the last one
-("周五还要汇报", "see you Friday night", "we'll go hiking over the weekend")."""
-_HAS_YEAR = re.compile(r"\d{4}|\d{2}年|[去今明前后]年|年[前后]|\b(?:last|this|next)\s+year\b|\byears?\b", re.I)
-_NAMES_WHICH = re.compile(
-    r"[上下这本今前][个一]?(?:周|星期|礼拜|月)|\b(?:last|this|next|coming|past|previous)\b", re.I)
-"""A weekday, weekend or month that says which one it is (上周五, 这个周末, 下个月, "next Friday")."""
+__all__ = ["Decision", "explain", "explain_past", "features", "in_named_month", "is_habit", "read", "resolve_past",
+           "resolve_statement"]
+
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _SENTENCE = re.compile(r"[^。！？!?.\n；;]+[。！？!?.\n；;]*")
 _CLAUSE = re.compile(r"[^。！？!?.\n；;，,：:]+[。！？!?.\n；;，,：:]*")
-# Reported speech is told in its own tense: in "He said he's coming for Thanksgiving" the day belongs to
-# "he's coming", not to "said". Only a lead-in followed by that / if / whether or a subject starts a clause
-# of its own ("He mentioned the party on Saturday" is one clause).
-_REPORTED = re.compile(
-    r"\b(?:said|says|told\s+(?:me|us|you|him|her|them)|mentioned|promised|texted|wrote|asked(?:\s+(?:me|us|you))?)"
-    r"(?:\s+(?:that|if|whether)\b|(?=\s+(?:i|you|he|she|we|they|it)\b|\s+(?:i|you|he|she|we|they|it)'))",
-    re.I)
+# What a clause may hold besides its time and still be no clause of its own: "Yesterday, what did we
+# talk about?", "On Wednesday, I got great news" read the time in the clause after it.
+_FILLER = re.compile(r"\b(?:on|in|at|by|so|and|but|then|well|ok|okay|oh|also|about|as for)\b|[那嗯哦呃就在还有所以然后至于]",
+                     re.I)
+_WORDS = re.compile(r"[a-z\u4e00-\u9fff]", re.I)
 
-# 会 is "will", not a meeting or a party (会议, 开会, 聚会, 机会).
-_FUTURE = re.compile(
-    r"见[面吧啦]?|要|(?<![开机聚约晚舞宴社体领误])会(?![议员场所])|打算|准备|计划|将|想去|到时|一起.{0,12}吧|等到|期待|盼着|"
-    r"\bwill\b|'ll\b|\bgoing to\b|\bgonna\b|\bplan(?:ning|s)? (?:to|for)\b|\bsee you\b|\bcan'?t wait\b|"
-    r"\blooking forward\b|\buntil\b|\btill\b|\bupcoming\b|\bcoming up\b|\blet'?s\b",
-    re.I,
-)
-# Chinese tells a thing done with 了, except in set phrases that settle or agree ("说定了", "好了", "对了",
-# "算了"); with 过 after a verb (去过), not in 不过 (but) or 过生日 / 过节 / 怎么过 (celebrate); with 过得,
-# how a time went ("周末过得一般"), unless wished or willed ("要过得开心").
-_ZH_DONE = r"(?<![定好对行算])了|(?<=[吃去做玩看说聊买见到听写读问讲])过|(?<![要会想能])过得|去年|上次|当时"
-_PAST = re.compile(
-    _ZH_DONE + r"|那天|那时|"
-    r"\bwas\b|\bwere\b|\bdid\b|\bhad\b|\bwent\b|\blast\b|\bago\b|\bspent\b|\bused to\b|\bremember\b",
-    re.I,
-)
-# What moves an expression back needs the event told as done: not 那天 ("感恩节那天有什么安排").
-_IRREGULAR_PAST = ("ate|saw|got|made|took|met|told|said|bought|came|gave|found|felt|left|lost|ran|sat|slept|wore|"
-                   "wrote|drank|sang|won|brought|thought|heard|paid")
-_DONE = re.compile(
-    _ZH_DONE + "|"
-    r"\b(?:was|were|did|had|went|ago|spent)\b|\bused to\b|"
-    rf"\b(?:i|we|you|he|she|it|they)\s+(?:\w+ed|read|{_IRREGULAR_PAST})\b",
-    re.I,
-)
-
-# A day named after signing up, booking, buying tickets, inviting or arranging is the event's day, not the
-# act's ("i signed up for a 10k on october 18" said on October 12th, "I invited everyone to the party on
-# Saturday", "我订了12月20号的机票", "我约了朋友周六吃饭").
-_COMMITTED = re.compile(
-    r"\b(?:signed up|registered|enrolled|entered|booked|reserved|(?:bought|got) (?:the |our |my )?tickets|"
-    r"(?:(?:got|was|were|been) )?invited|scheduled|planned|arranged|confirmed|rsvp'?d|"
-    r"made (?:a |an |the |our |my )?(?:reservation|appointment|plans?))"
-    r"(?:\s+(?:for|in|to)\b)?|报名了|报了|预?[订定]好?了|(?<![节制违])约好?了|安排好?了|挂了号|"
-    r"(?:买|抢)到?了(?=[^，,。！？!?]{0,12}票)",
-    re.I)
-
-MAX_STEPS = 60
-"""Weekly steps searched for the next or the previous occurrence (a little over a year)."""
+_LEADS = tuple(c for c in EN_CUES + ZH_CUES if c.scope == "lead_in")
+_CLAUSE_CUES = tuple(c for c in ZH_CUES + EN_CUES if c.scope in ("clause", "clause_before"))
+_SENTENCE_CUES = tuple(c for c in ZH_CUES + EN_CUES if c.scope == "sentence")
+_BEFORE = tuple(c for c in DAY_CUES if c.scope == "before")
+_AFTER = tuple(c for c in DAY_CUES if c.scope == "after")
+_EXPRESSION = tuple(c for c in DAY_CUES if c.scope == "expression")
 
 
-def _sentence_match(text: str, span: tuple[int, int],
-                    pattern: re.Pattern[str] = _SENTENCE) -> re.Match[str] | None:
-    return next((m for m in pattern.finditer(text) if m.start() <= span[0] < m.end()), None)
+@dataclass(frozen=True)
+class Clause:
+    """A clause of a text, read once: from a comma, colon or sentence end, or a lead-in, to the next."""
+
+    start: int
+    end: int
+    outer: tuple[int, int]
+    """The span of the punctuation clause it is part of (a lead-in splits one into several)."""
+    sentence: tuple[int, int]
+    lead: str
+    """What started it: "lead_in" (reported speech: "he said he's coming"), "lead_in_wh" ("forget what
+    happened"), "lead_in_ask" ("remind me what I said") or ""."""
+    hits: tuple[tuple[str, int], ...]
+    """(signal, where its match ends) of each clause cue that fired."""
+    habit: frozenset[str]
+    """The signals of the sentence's sentence-scope cues."""
 
 
-def _told(text: str, span: tuple[int, int], pattern: re.Pattern[str] = _SENTENCE) -> tuple[int, int] | None:
-    """Where the sentence (or clause) holding `span` is, from the last reported-speech lead-in before it."""
-    m = _sentence_match(text, span, pattern)
-    if m is None:
-        return None
-    lead = [r.end() for r in _REPORTED.finditer(text, m.start(), span[0])]
-    return (lead[-1] if lead else m.start()), m.end()
+@lru_cache(maxsize=1024)
+def read(text: str) -> tuple[Clause, ...]:
+    """The clauses of `text` with their cues."""
+    out = []
+    for s in _SENTENCE.finditer(text):
+        habit = frozenset(c.signal for c in _SENTENCE_CUES if c.regex.search(s.group()))
+        for c in _CLAUSE.finditer(text, s.start(), s.end()):
+            body = c.group()
+            cuts = {c.start() + m.end(): cue.signal for cue in _LEADS for m in cue.regex.finditer(body)
+                    if 0 < m.end() < len(body)}
+            bounds = [(c.start(), "")] + sorted(cuts.items())
+            for i, (start, lead) in enumerate(bounds):
+                end = bounds[i + 1][0] if i + 1 < len(bounds) else c.end()
+                out.append(Clause(start, end, c.span(), s.span(), lead, _hits(text[start:end], start), habit))
+    return tuple(out)
 
 
-def _sentence(text: str, span: tuple[int, int], pattern: re.Pattern[str] = _SENTENCE) -> str:
-    where = _told(text, span, pattern)
-    return text[where[0]:where[1]] if where else ""
+def _hits(body: str, offset: int) -> tuple[tuple[str, int], ...]:
+    """Each clause cue's matches, in table order; a match is blanked for the rows after it."""
+    hits: list[tuple[str, int]] = []
+    for cue in _CLAUSE_CUES:
+        def blank(m: re.Match[str], signal: str = cue.signal) -> str:
+            if m.end() > m.start():
+                hits.append((signal, offset + m.end()))
+            return " " * (m.end() - m.start())
+        body = cue.regex.sub(blank, body)
+    return tuple(hits)
 
 
-def speaks_of_future(text: str, span: tuple[int, int]) -> bool:
-    """True when the sentence holding `span` has a future cue and no past cue."""
-    sentence = _sentence(text, span)
-    return bool(_FUTURE.search(sentence)) and not _PAST.search(sentence)
+def features(text: str, expr: TimeExpression, *,
+             is_question: Callable[[str], bool] | None = None) -> frozenset[str]:
+    """The features `tense_rules` decides on, but where the parser put `expr` (that needs `now`)."""
+    flags = set(KIND_FLAGS.get(expr.kind.split("+")[0], {"fixed"}))
+    for cue in _EXPRESSION:
+        if cue.regex.search(expr.text):
+            flags |= {cue.signal, "fixed"}
+    flags |= {c.signal for c in _BEFORE if c.regex.search(text, 0, expr.span[0])}
+    flags |= {c.signal for c in _AFTER if c.regex.search(text[expr.span[1]:])}
+    if _HAN.search(expr.text):
+        flags.add("zh")
+    clauses = read(text)
+    own = next((c for c in clauses if c.start <= expr.span[0] < c.end), None)
+    if own is None:
+        return frozenset(flags)
+    told = _told_in(clauses, own, text, expr)
+    signals = _signals([told], expr)
+    if not signals & TENSE:
+        # no tense of its own: its sentence's, from the reported speech it belongs to on
+        lead = max((c.start for c in clauses if c.sentence == own.sentence and c.lead and c.start <= own.start),
+                   default=own.sentence[0])
+        signals = _signals([c for c in clauses if c.sentence == own.sentence and c.start >= lead], expr)
+    for signal in list(signals):
+        signals |= IMPLIES.get(signal, frozenset())
+    flags |= signals | own.habit
+    if is_question is not None and _asks(text, told, is_question):
+        flags.add("question")
+    return frozenset(flags)
 
 
-def speaks_of_past(text: str, span: tuple[int, int]) -> bool:
-    """True when the sentence holding `span` tells of something done and has no future cue."""
-    sentence = _sentence(text, span)
-    return bool(_DONE.search(sentence)) and not _FUTURE.search(sentence)
+def _told_in(clauses: tuple[Clause, ...], own: Clause, text: str, expr: TimeExpression) -> Clause:
+    """The clause that tells of `expr`: its own, or the next one when its own holds nothing but it."""
+    rest = text[own.start:expr.span[0]] + text[expr.span[1]:own.end]
+    if _WORDS.search(_FILLER.sub(" ", rest)):
+        return own
+    return next((c for c in clauses if c.sentence == own.sentence and c.start >= own.end), own)
 
 
-def resolve_statement(
-    text: str, expr: TimeExpression, *, now: datetime, is_question: Callable[[str], bool]
-) -> tuple[datetime, datetime]:
-    """The range `expr` (found in `text`, said at `now`) as the sentence around it means it.
-    `is_question` tells a question from a statement (the diary's `recall.is_question`)."""
-    kind = expr.kind.split("+")[0]
-    week = kind in _WEEK_KINDS
-    if (not (week or kind in _MOVABLE_KINDS or kind in _NEAREST_KINDS) or _HAS_YEAR.search(expr.text)
-            or ((week or kind in _NEAREST_KINDS) and _NAMES_WHICH.search(expr.text))):
-        return expr.start, expr.end
-    if expr.start > now:
-        return resolve_past(text, expr, now=now)
-    # One still going on when said ("元宵节一起看灯吧" on 元宵节, "周五见" on a Friday) is that one.
-    if expr.end > now:
-        return expr.start, expr.end
-    sentence = _sentence(text, expr.span)
-    if speaks_of_future(text, expr.span) or (week and (_plain_chinese_plan(sentence, expr, is_question)
-                                                       or _present_english_plan(text, sentence, expr, is_question)
-                                                       or _committed_to(text, expr.span))):
-        return _stepped(text, expr, now, weeks=1)
-    # The past cue is read in the date's own clause: "正式答辩定下来了，6月20号上午" is settled, not past;
-    # "情人节那天下雨" and "I met him in December" are.
-    clause = _sentence(text, expr.span, _CLAUSE)
-    if kind in _NEAREST_KINDS and (not _past_in(clause) or _committed_to(text, expr.span, _CLAUSE)):
-        start, end = _stepped(text, expr, now, weeks=1)
-        if start - now < now - expr.start:
-            return start, end
-    return expr.start, expr.end
+def _signals(clauses: list[Clause], expr: TimeExpression) -> set[str]:
+    """The signals of `clauses`; committing after the day tells what was done on it ("On Saturday I
+    invited everyone over", "周六我约了朋友吃饭")."""
+    return {"done" if signal == "committed" and where > expr.span[0] else signal
+            for clause in clauses for signal, where in clause.hits}
+
+
+def _asks(text: str, clause: Clause, is_question: Callable[[str], bool]) -> bool:
+    """Whether `clause` asks: reported speech tells ("Did you know I got engaged in June?"); a clause
+    after a question word asks when its sentence's clause does ("Do you remember what I told you on
+    Sunday?", not "I'll never forget what happened on Christmas"), and always after a request to recall
+    ("remind me what I said on Monday")."""
+    if clause.lead == "lead_in":
+        return False
+    if clause.lead == "lead_in_ask":
+        return True
+    if clause.lead == "lead_in_wh":
+        return is_question(text[clause.outer[0]:clause.outer[1]])
+    return is_question(text[clause.start:clause.end])
+
+
+def _placement(expr: TimeExpression, now: datetime) -> str:
+    return "ahead" if expr.start > now else "ongoing" if expr.end > now else "behind"
+
+
+@dataclass(frozen=True)
+class Decision:
+    row: Row
+    """The table row that decided."""
+    features: frozenset[str]
+    """What the row was chosen on."""
+    range: tuple[datetime, datetime] | None
+    """The range meant; None: no date (a habit, a question about a time before today)."""
+
+
+def explain(text: str, expr: TimeExpression, *, now: datetime,
+            is_question: Callable[[str], bool]) -> Decision:
+    """How `expr` (found in `text`, said at `now`) is resolved at write time, and why."""
+    found = features(text, expr, is_question=is_question) | {_placement(expr, now)}
+    row = decide(WRITE, found)
+    meant = _occurrence(text, expr, now, row.then)
+    if meant is not None and meant[0] < now.replace(hour=0, minute=0, second=0, microsecond=0):
+        asked = decide(ASKED, found)
+        if asked.then == "none":
+            return Decision(asked, found, None)
+    return Decision(row, found, meant)
+
+
+def resolve_statement(text: str, expr: TimeExpression, *, now: datetime,
+                      is_question: Callable[[str], bool]) -> tuple[datetime, datetime] | None:
+    """The range `expr` (found in `text`, said at `now`) means, as the sentence around it tells; None
+    when it names no day to store. `is_question` tells a question from a statement (the diary's
+    `recall.is_question`)."""
+    return explain(text, expr, now=now, is_question=is_question).range
+
+
+def explain_past(text: str, expr: TimeExpression, *, now: datetime) -> Decision:
+    """How `expr` (found in a time question `text`, asked at `now`) is resolved, and why."""
+    found = features(text, expr) | {_placement(expr, now)}
+    row = decide(RECALL, found)
+    return Decision(row, found, _occurrence(text, expr, now, row.then) or (expr.start, expr.end))
+
+
+def resolve_past(text: str, expr: TimeExpression, *, now: datetime) -> tuple[datetime, datetime]:
+    """Only the move back: a yearless date, festival or bare weekday the parser placed ahead of `now`,
+    in a sentence about the past, is the occurrence that ended by `now` (time questions)."""
+    return explain_past(text, expr, now=now).range or (expr.start, expr.end)
+
+
+def is_habit(text: str, expr: TimeExpression) -> bool:
+    """A habit names no day: "she calls every sunday at 8", 每个周末都加班, "I work Saturdays", and a bare
+    weekday, festival, month or season in a sentence told as a habit (过年一般回老家)."""
+    return decide(WRITE, features(text, expr)) in WRITE[:2]  # the table's two habit rows
 
 
 def in_named_month(text: str, expr: TimeExpression, anchor: TimeExpression,
@@ -176,108 +225,61 @@ def in_named_month(text: str, expr: TimeExpression, anchor: TimeExpression,
 
 def _sentence_start(text: str, span: tuple[int, int]) -> int:
     """Where the sentence holding `span` starts (-1 for none)."""
-    m = _sentence_match(text, span)
-    return m.start() if m else -1
+    return next((m.start() for m in _SENTENCE.finditer(text) if m.start() <= span[0] < m.end()), -1)
 
 
-_HABIT_BEFORE = re.compile(r"(?:\b(?:every|each)(?:\s+other)?|每(?:一?个|逢)?(?:年|月|周|星期)?的?|逢)\s*\Z", re.I)
-_HABIT_AFTER = re.compile(r"\A(?:s\b|\s+(?:mornings|afternoons|evenings|nights)\b)", re.I)
-_HABIT_KINDS = _WEEK_KINDS | {"month", "festival", "season"}
-"""What a habit's sentence names without naming which one; a day of the month it names is one day
-("I usually sleep late, but 12月20号 I have a flight")."""
-_HABITUALLY = re.compile(
-    r"\b(?:usually|always|normally|typically|traditions?)\b|一般(?:都|会|在|是|去|回|就)|通常|总是|往往|每次|每回", re.I)
+def _occurrence(text: str, expr: TimeExpression, now: datetime, then: str) -> tuple[datetime, datetime] | None:
+    """The range `then` (a `tense_rules` occurrence) names for `expr` said at `now`."""
+    if then == "none":
+        return None
+    if then == "last" and expr.end > now:
+        return _step(text, expr, now, forward=False)
+    if then in ("coming", "nearest") and expr.start <= now:
+        coming = _step(text, expr, now, forward=True)
+        if then == "coming" or coming[0] - now < now - expr.start:
+            return coming
+    return expr.start, expr.end
 
 
-def is_habit(text: str, expr: TimeExpression) -> bool:
-    """A habit names no day: "she calls every sunday at 8", 每个周末都加班, "on Saturday mornings",
-    "I work Saturdays", and a bare weekday, festival, month or season in a sentence told as a habit
-    ("During Thanksgiving, we usually watch movies", 过年一般回老家). One that says which it is stays a day
-    ("we usually hike, but last Saturday we rested")."""
-    if _HABIT_BEFORE.search(text[:expr.span[0]]) or _HABIT_AFTER.match(text[expr.span[1]:]):
-        return True
-    bare = (expr.kind.split("+")[0] in _HABIT_KINDS
-            and not _NAMES_WHICH.search(expr.text) and not _HAS_YEAR.search(expr.text))
-    return bare and bool(_HABITUALLY.search(_sentence(text, expr.span)))
+_WEEKLY = frozenset({"weekday", "weekend"})
+YEAR_AHEAD = timedelta(days=385)
+"""Read again this far after an occurrence, a yearly expression's most recent occurrence is the next
+one, whatever calendar it follows (a lunar year is 354 to 385 days; the one after is farther)."""
+WEEK_BEHIND = timedelta(days=8)
+"""Read again this far before an occurrence, it is past the parser's week of look-ahead, so the most
+recent occurrence is the one before."""
 
 
-def _plain_chinese_plan(sentence: str, expr: TimeExpression, is_question: Callable[[str], bool]) -> bool:
-    """A Chinese weekday or weekend in a sentence with no past marker: a plan told without 要 or 会
-    ("那我周末去挑丝巾", "我想周末请他吃顿饭", "最紧张的是周五的汇报"); Chinese tells a past day with 了,
-    过 or 那天 ("周末去爬山了"). Not in a question: "周一的会议怎么样？" asks about the last one."""
-    return bool(_HAN.search(expr.text)) and not _PAST.search(sentence) and not is_question(sentence)
+def _step(text: str, expr: TimeExpression, now: datetime, *, forward: bool) -> tuple[datetime, datetime]:
+    """The first occurrence of `expr` after `now` (`forward`) or the last one that ended by `now`; the
+    parser's reading when there is none. A weekday steps by weeks and a day of the month by months;
+    anything yearly (a solar or lunar date, an nth weekday, a season) is read once more."""
+    kind = expr.kind.split("+")[0]
+    length = expr.end - expr.start
+    for k in range(1, 13):
+        if kind in _WEEKLY:
+            start = expr.start + timedelta(weeks=k if forward else -k)
+        elif kind == "day_of_month":
+            month = expr.start.month - 1 + (k if forward else -k)
+            try:
+                start = expr.start.replace(year=expr.start.year + month // 12, month=month % 12 + 1)
+            except ValueError:  # a 31st in a 30-day month
+                continue
+        else:
+            return _read_again(text, expr, now, forward=forward)
+        if (start > now) if forward else (start + length <= now):
+            return start, start + length
+    return expr.start, expr.end
 
 
-# English tells a plan in the present as often as with "will": "my appointment is monday", "Gary is
-# coming Monday", "we're looking at a condo on Saturday", "I have a test on Friday".
-_EN_PRESENT = re.compile(
-    r"\b(?:am|is|are|have|has|need|needs|gotta)\b|'(?:m|re)\b|\b(?:it|he|she|that|there|what)'s\b", re.I)
-# "booked for Thursday", "a table for Saturday night": what a day is for is still to come.
-_FOR_THE_DAY = re.compile(r"\bfor\s+\Z", re.I)
-_SINCE_THE_DAY = re.compile(r"\b(?:since|from|after)\s+\Z", re.I)
-_PAST_AUX = re.compile(r"\b(?:was|were|did|had)\b", re.I)
-# Any past form, whoever did it ("here's the cake Mom made on Saturday"); not an -ed word after a
-# present "be", which is a state now ("I'm so excited about Saturday", "we're invited on Sunday"; "she's
-# finished" may be "has").
-_EN_PAST = re.compile(rf"\b(?:was|were|did|had|went|ago|spent|{_IRREGULAR_PAST}|[a-z]{{3,}}ed)\b", re.I)
-_PRESENT_STATE = re.compile(
-    r"(?:\b(?:am|is|are)|'(?:m|re)|\b(?:it|that)'s)\s+(?:(?:so|really|very|all|pretty|super|just|already|not)\s+)*[a-z]{3,}ed\b",
-    re.I)
-
-
-def _present_english_plan(text: str, sentence: str, expr: TimeExpression,
-                          is_question: Callable[[str], bool]) -> bool:
-    """An English weekday or weekend in a statement whose clause is told in the present, with nothing
-    told as done ("played soccer wednesday", "I went on Friday", "sore from Saturday" keep the last
-    one), or one the sentence says something is for ("I booked him for thursday morning")."""
-    if _HAN.search(expr.text) or is_question(sentence):
-        return False
-    before = text[:expr.span[0]]
-    if _FOR_THE_DAY.search(before):
-        return not _PAST_AUX.search(sentence)
-    clause = _sentence(text, expr.span, _CLAUSE)  # "the office called, appointment is monday"
-    return (bool(_EN_PRESENT.search(clause)) and not _EN_PAST.search(_PRESENT_STATE.sub(" ", clause))
-            and not _SINCE_THE_DAY.search(before))
-
-
-def resolve_past(text: str, expr: TimeExpression, *, now: datetime) -> tuple[datetime, datetime]:
-    """Only the move back: a yearless date or festival the parser placed ahead of `now`, in a
-    sentence about the past, is the occurrence that ended by `now`. What a question resolves (a
-    question's 要 is as often a modal as a future: "我4月30号为什么要问你…"), and half of what a
-    statement does."""
-    if (expr.kind.split("+")[0] not in _BACK_KINDS or expr.start <= now or _HAS_YEAR.search(expr.text)
-            or not speaks_of_past(text, expr.span) or _committed_to(text, expr.span)):
-        return expr.start, expr.end
-    return _stepped(text, expr, now, weeks=-1)
-
-
-def _committed_to(text: str, span: tuple[int, int], pattern: re.Pattern[str] = _SENTENCE) -> bool:
-    """The only thing the sentence (or clause) tells as done is committing, before the day, to what it names
-    (signing up, booking, inviting, arranging: `_COMMITTED`)."""
-    where = _told(text, span, pattern)
-    if where is None or not _COMMITTED.search(text, where[0], span[0]):
-        return False
-    return not _past_in(_COMMITTED.sub(" ", text[where[0]:where[1]]))
-
-
-def _past_in(text: str) -> bool:
-    """Any past cue: a thing told as done, or a time told as gone (那天, "last", "remember")."""
-    return bool(_PAST.search(text) or _DONE.search(text))
-
-
-def _stepped(text: str, expr: TimeExpression, now: datetime, *, weeks: int) -> tuple[datetime, datetime]:
-    """The first occurrence of `expr` after `now` (`weeks` 1) or the last one that ended by `now`
-    (`weeks` -1), whatever calendar (solar, lunar, nth weekday) it follows: the parser takes the
-    coming occurrence once it is at most a week ahead, else the most recent, so its clock stepped a
-    week at a time finds it."""
-    # Read again with the words before it in its clause: "march" and "may" are months only after
-    # "in" or "by" ("getting married in march").
-    clause = _sentence_match(text, expr.span, _CLAUSE)
+def _read_again(text: str, expr: TimeExpression, now: datetime, *, forward: bool) -> tuple[datetime, datetime]:
+    # Read with the words before it in its clause: "march" and "may" are months only after "in" or
+    # "by" ("getting married in march").
+    clause = next((m for m in _CLAUSE.finditer(text) if m.start() <= expr.span[0] < m.end()), None)
     start = clause.start() if clause is not None and text[expr.span[0]:expr.span[1]] == expr.text else expr.span[0]
     window = text[start:expr.span[1]] if start < expr.span[0] else expr.text
-    for step in range(1, MAX_STEPS + 1):
-        found = [x for x in parse_time_ranges(window, now=now + timedelta(weeks=weeks * step))
-                 if x.span[1] == len(window)]
-        if found and (found[0].start > now if weeks > 0 else found[0].end <= now):
-            return found[0].start, found[0].end
+    at = expr.start + YEAR_AHEAD if forward else expr.start - WEEK_BEHIND
+    found = [x for x in parse_time_ranges(window, now=at) if x.span[1] == len(window)]
+    if found and (found[0].start > now if forward else found[0].end <= now):
+        return found[0].start, found[0].end
     return expr.start, expr.end

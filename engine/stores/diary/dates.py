@@ -4,7 +4,8 @@ Relative expressions lose their meaning once the day has passed, so the diary st
 one resolved to (by `engine.timeparse`, against the turn's own time) with the entry, and shows
 it in the injected line: `… yesterday … [yesterday (2023-05-07)]`. The annotation follows the
 text instead of being spliced into it, so the original words stay intact. A yearless date in a
-sentence about the future ("see you on Christmas") means the coming one (`engine.timeparse.tense`).
+sentence about the future ("see you on Christmas") means the coming one, and a habit or a question about
+a past day ("昨天我们聊了什么？") stores none (`engine.timeparse.tense`).
 Deterministic and offline.
 """
 
@@ -28,7 +29,7 @@ def resolve_dates(texts: list[str], at: datetime, tz: tzinfo) -> tuple[tuple[str
     """(expression, resolution) for the relative time expressions in `texts`, said at `at`."""
     from engine.timeparse import parse_time_ranges
     from engine.stores.diary.recall import is_question
-    from engine.timeparse.tense import in_named_month, is_habit, resolve_statement
+    from engine.timeparse.tense import in_named_month, resolve_statement
 
     now = at.astimezone(tz)
     own_day = f"{now:%Y-%m-%d}"
@@ -43,9 +44,11 @@ def resolve_dates(texts: list[str], at: datetime, tz: tzinfo) -> tuple[tuple[str
             continue
         anchor = None  # the last date in this text that named its month, and its resolved start
         for expr in sorted(found, key=lambda e: e.span):
-            if is_habit(text, expr):  # a habit names no day: a date would tell of one that was not meant
+            # None: a habit names no day, a question about a past day is no event of it
+            resolved = resolve_statement(text, expr, now=now, is_question=is_question)
+            if resolved is None:
                 continue
-            start, end = resolve_statement(text, expr, now=now, is_question=is_question)
+            start, end = resolved
             if anchor is not None:
                 start, end = in_named_month(text, expr, *anchor) or (start, end)
             if expr.kind.split("+")[0] in _NAMES_A_MONTH:
