@@ -1,6 +1,6 @@
 """Time-expression parser: text + an aware ``now`` -> half-open local ranges.
 
-The README's time-expression table says what each expression family resolves to.  Chinese and
+The manual's time-expression table (docs/time-expressions.md) says what each expression family resolves to.  Chinese and
 English grammars both run on every message (messages mix languages); their
 hits and jionlp's long-tail hits are merged, rule hits winning any overlap.
 """
