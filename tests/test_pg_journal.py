@@ -20,6 +20,20 @@ from engine.backends.postgres.journal import JournalTurn, PgJournal
 from engine.backends.postgres.window import PgWindow
 from pg_server import pg, pg_db, pg_plain_server, pg_vector_server  # noqa: E402, F401 - fixtures
 
+
+class Clock:
+    """The time the journal judges due jobs and leases by, moved by the test (no sleeping): it
+    starts at the database's present, so rows written with the server's now() are not in its future."""
+
+    def __init__(self) -> None:
+        self.now = datetime.now(timezone.utc) + timedelta(seconds=1)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
 T0 = datetime(2026, 5, 1, 21, 0, tzinfo=timezone(timedelta(hours=8)))
 REPO = Path(__file__).resolve().parents[1]
 JOBS = ("diary", "core", "summary")
@@ -52,14 +66,16 @@ class TestJournal:
 
     def test_failed_jobs_back_off_stay_visible_and_are_retried(self, pg):
         db, _, _ = pg
-        journal = PgJournal(db, "c", backoff_s=0.3)
+        clock = Clock()
+        journal = PgJournal(db, "c", backoff_s=30, clock=clock)
         journal.record(jturn(1), jobs=["core"])
         job = journal.claim()[0]
         assert journal.fail(job, "LLMError: upstream 500")
+        clock.advance(29)
         assert journal.claim() == []  # not before the backoff
         [problem] = journal.problems()
         assert (problem.turn_id, problem.name, problem.attempts, problem.last_error) == ("t0001", "core", 1, "LLMError: upstream 500")
-        time.sleep(0.4)
+        clock.advance(2)
         again = journal.claim()[0]
         assert again.attempts == 2 and again.last_error == "LLMError: upstream 500"
         assert journal.complete(again)
@@ -138,14 +154,15 @@ def test_two_worker_processes_share_the_queue_and_do_each_job_once(pg):
 
 def test_a_job_of_a_killed_worker_is_claimable_again_after_its_lease(pg):
     db, _, info = pg
-    journal = PgJournal(db, "c", worker_id="survivor")
+    clock = Clock()
+    journal = PgJournal(db, "c", worker_id="survivor", clock=clock)
     journal.record(jturn(1), jobs=["core"])
-    proc = _worker(info.conninfo, "doomed", 1.0, "hang")
+    proc = _worker(info.conninfo, "doomed", 60.0, "hang")
     job_id = int(proc.stdout.readline())
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(10)
     assert journal.claim() == []  # still leased to the dead worker
-    time.sleep(1.3)
+    clock.advance(61)  # the database's time, as this worker sees it, past the dead worker's lease
     [job] = journal.claim()
     assert (job.id, job.attempts) == (job_id, 2)
     assert journal.complete(job)

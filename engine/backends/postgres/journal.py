@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -99,8 +99,12 @@ class PgJournal:
     """The journal of one character's users."""
 
     def __init__(self, db: Database, character_id: str, *, owners: Owners | None = None, lease_s: float = 60.0,
-                 backoff_s: float = 2.0, max_backoff_s: float = 600.0, worker_id: str | None = None) -> None:
+                 backoff_s: float = 2.0, max_backoff_s: float = 600.0, worker_id: str | None = None,
+                 clock: Callable[[], datetime] | None = None) -> None:
+        """`clock`: the time due jobs and leases are judged by (tests); None: the database's `now()`,
+        one clock for every worker on every host."""
         self.db = db
+        self.clock = clock
         self.owners = owners or Owners(character_id)
         self.character_id = self.owners.character_id
         self.lease_s = lease_s
@@ -164,7 +168,7 @@ class PgJournal:
         with self.db.tx() as conn:
             rows = conn.execute(_CLAIM_SQL, {
                 "character": self.character_id, "names": list(names) if names else None, "limit": limit,
-                "lease": self.lease_s, "worker": self.worker_id,
+                "lease": self.lease_s, "worker": self.worker_id, "now": self._now(),
             }).fetchall()
         return [_job(r) for r in rows]
 
@@ -183,17 +187,20 @@ class PgJournal:
         with self.db.tx() as conn:
             return conn.execute(
                 "UPDATE jobs SET state = 'pending', last_error = %s, lease_until = NULL, "
-                "next_attempt_at = now() + make_interval(secs => %s) "
+                "next_attempt_at = coalesce(%s::timestamptz, now()) + make_interval(secs => %s) "
                 "WHERE id = %s AND state = 'running' AND claimed_by = %s AND attempts = %s",
-                (error[:2000], delay, job.id, self.worker_id, job.attempts)).rowcount == 1
+                (error[:2000], self._now(), delay, job.id, self.worker_id, job.attempts)).rowcount == 1
 
     def extend(self, job: Job) -> bool:
         """Renew the lease of a long job; False if it was lost."""
         with self.db.tx() as conn:
             return conn.execute(
-                "UPDATE jobs SET lease_until = now() + make_interval(secs => %s) "
+                "UPDATE jobs SET lease_until = coalesce(%s::timestamptz, now()) + make_interval(secs => %s) "
                 "WHERE id = %s AND state = 'running' AND claimed_by = %s AND attempts = %s",
-                (self.lease_s, job.id, self.worker_id, job.attempts)).rowcount == 1
+                (self._now(), self.lease_s, job.id, self.worker_id, job.attempts)).rowcount == 1
+
+    def _now(self) -> datetime | None:
+        return None if self.clock is None else self.clock()
 
     def pending(self, user_id: str | None = None) -> int:
         """Jobs not done yet (of one user, or of the character)."""
@@ -237,7 +244,8 @@ WITH ready AS (
     SELECT j.id FROM jobs j JOIN owners o ON o.id = j.owner_id
     WHERE o.character_id = %(character)s
       AND j.state <> 'done'
-      AND ((j.state = 'pending' AND j.next_attempt_at <= now()) OR (j.state = 'running' AND j.lease_until < now()))
+      AND ((j.state = 'pending' AND j.next_attempt_at <= coalesce(%(now)s::timestamptz, now()))
+           OR (j.state = 'running' AND j.lease_until < coalesce(%(now)s::timestamptz, now())))
       AND (%(names)s::text[] IS NULL OR j.name = ANY(%(names)s::text[]))
       AND (NOT j.ordered OR NOT EXISTS (
             SELECT 1 FROM jobs e WHERE e.owner_id = j.owner_id AND e.name = j.name AND e.id < j.id AND e.state <> 'done'))
@@ -246,7 +254,7 @@ WITH ready AS (
     FOR UPDATE OF j SKIP LOCKED
 )
 UPDATE jobs SET state = 'running', attempts = jobs.attempts + 1, claimed_by = %(worker)s,
-                lease_until = now() + make_interval(secs => %(lease)s)
+                lease_until = coalesce(%(now)s::timestamptz, now()) + make_interval(secs => %(lease)s)
 FROM ready, journal_turns t, owners o
 WHERE jobs.id = ready.id AND t.owner_id = jobs.owner_id AND t.turn_id = jobs.turn_id AND o.id = jobs.owner_id
 RETURNING jobs.id, jobs.name, jobs.attempts, jobs.last_error, o.user_id, t.turn_id, t.at, t.at_off, t.user_text,
