@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import functools
 import logging
-import secrets
 import time
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -30,7 +28,6 @@ from engine.admin import MemoryAdmin
 from engine.adapters.llm import LLM
 from engine.character import Character, open_character
 from engine.config import EngineConfig, open_config
-from engine.errors import InvalidIdError
 from engine.factory import (
     cached_embedder,
     make_journal,
@@ -52,29 +49,10 @@ from engine.shortterm.turns import RecentTurn, history_window, recent_turns
 from engine.stores.base import Hit, Message, Store, Turn
 from engine.tokens import count_tokens, truncate_tokens
 from engine.twins import in_thread
+from engine.turns import PromptResult, check_turn_id, new_turn_id
 from engine.worker import JobError, Worker
 
 log = logging.getLogger(__name__)
-
-@dataclass(frozen=True)
-class PromptResult:
-    """What `build_prompt` returns: the messages to send, and why each piece is there."""
-
-    messages: list[Message]
-    """OpenAI-format messages, ready to send."""
-    hits: tuple[Hit, ...]
-    """Every injected hit, with its store, score and reason."""
-    dropped: tuple[Hit, ...]
-    """Hits that cleared their threshold but were trimmed by a token budget."""
-    tokens: Mapping[str, int]
-    """Tokens per tier, plus persona, window, message and total."""
-    timings_ms: Mapping[str, float]
-    """Per store (from when its call started), plus 'admission' (waiting for a place), 'embed' and 'total'."""
-    diagnostics: tuple[str, ...]
-    """Stores that failed or timed out (skipped), and other degradations."""
-    now: datetime
-    query_text: str
-
 
 class MemoryOrchestrator:
     def __init__(
@@ -282,7 +260,7 @@ class MemoryOrchestrator:
         validate_id(user_id, kind="user id")
         for value in (turn_id, replaces):
             if value is not None:
-                _turn_id(value)
+                check_turn_id(value)
         at = self._local(at)
         turn = Turn(
             id=turn_id or new_turn_id(at), user_id=user_id, at=at, user=user_message, assistant=assistant_message,
@@ -298,7 +276,7 @@ class MemoryOrchestrator:
         that can forget (`forget(user_id, turn_id)`: diary entry, facts it alone produced) as
         background jobs. A turn already folded into the summary stays in the summary's text."""
         validate_id(user_id, kind="user id")
-        self.journal.forget(user_id, _turn_id(turn_id))
+        self.journal.forget(user_id, check_turn_id(turn_id))
 
     aforget_turn = in_thread(forget_turn)
 
@@ -394,13 +372,6 @@ class MemoryOrchestrator:
         return "\n".join([message, *context])
 
 
-def _turn_id(value: object) -> str:
-    """Turn ids are data (journal, window, diary), never paths: any text of 1-256 characters."""
-    if not isinstance(value, str) or not value.strip() or len(value) > 256:
-        raise InvalidIdError(f"turn id must be 1-256 characters of text (got {value!r:.80})")
-    return value
-
-
 def _chat(chat_id: str | None) -> str:
     return DEFAULT_CHAT if chat_id is None else validate_chat_id(chat_id)
 
@@ -413,10 +384,6 @@ def _warm_up(embedder: Embedder) -> None:
     split_sentences("预热。warm up.")
     count_tokens("warm up")
     embedder.embed(["warm up"], role="query")
-
-
-def new_turn_id(at: datetime) -> str:
-    return f"{at.astimezone(timezone.utc):%Y%m%dT%H%M%S%f}-{secrets.token_hex(3)}"
 
 
 def _ms(since: float) -> float:

@@ -24,45 +24,13 @@ from __future__ import annotations
 
 import math
 from concurrent import futures
-from typing import Protocol
 
 import numpy as np
 
-from engine.search.base import SIDES, SearchHit, SearchRequest, Tuning
-from engine.search.contexts import TermContexts
-from engine.search.expand import TermVectors
-from engine.search.grow import Grow
-from engine.search.lexical import COMMON_WORD_AGREEMENT, Bm25
+from engine.search.base import SIDES, SearchHit, SearchRequest
+from engine.search.lexical import COMMON_WORD_AGREEMENT
+from engine.search.ranked import RankedIndex
 from engine.search.text import is_content, terms
-from engine.search.vectors import TurnGraph, VectorFile
-
-
-
-class RankedIndex(Protocol):
-    """What the ranking reads of a turn index (`files.FileTurnIndex`): its columns per row, and
-    its lexical, vector and term parts."""
-
-    tuning: Tuning
-    ids: list[str]
-    ts: Grow
-    alive: Grow
-    has_text: Grow
-    line_tokens: Grow
-    bm25: Bm25
-    vectors: VectorFile
-    graph: TurnGraph
-    terms: TermVectors
-    contexts: TermContexts
-    version: int
-
-    @property
-    def rows(self) -> int: ...
-
-    def order(self) -> tuple[np.ndarray, np.ndarray]:
-        """(rows sorted by time, position of each row in that order)."""
-
-    def record(self, row: int) -> tuple[str, str, tuple[tuple[str, str], ...]]:
-        """(user, assistant, dates) of a row."""
 
 RANGE_EXACT = 5000
 """A time range with at most this many turns is scored whole; a longer one through candidates."""

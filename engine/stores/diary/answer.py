@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING
@@ -29,7 +29,6 @@ from engine.search.base import SearchHit, SearchRequest, Side, Tuning
 from engine.search.text import content_terms, only_common_words
 from engine.stores.base import Hit, Query
 from engine.stores.diary.dates import label_range
-from engine.stores.diary.entry import DiaryEntry
 from engine.stores.diary.port import DiarySource
 from engine.stores.diary.people import OTHER, SELF, about_someone, mentions, names_participant
 from engine.stores.diary.recall import RecallDecision, decide_for, is_question, past_ranges, recall_cue
