@@ -33,6 +33,9 @@ replayed and their status codes, turns recorded per user and chat, and the check
   replacing: an earlier reply to the same message after the same history (a swipe), or the
   partial reply it continues;
 - twice: no prompt carries, in what kioku added, a reply that is already in the conversation it sends;
+- windows: each chat window kioku keeps holds one conversation: the turns before a turn in its
+  window are the exchanges its request showed (a request that sent no history says nothing);
+  two chats sent under one chat id in one window fail;
 - status: every answer is 200, or the refusal or upstream failure the pass expects.
 
 It exits 1 when a check fails. `--keep DIR` keeps the data folders and kioku's logs.
@@ -379,6 +382,7 @@ def check_all(exchanges: Sequence[Exchange], stores: dict[str, UserStore], repor
     _check_regenerate(exchanges, stores, report)
     _check_deletions(exchanges, report)
     _check_fed_back(exchanges, report)
+    _check_windows(exchanges, stores, report)
 
 
 def _check_statuses(exchanges: Sequence[Exchange], report: Report, *, expect_refused: bool) -> None:
@@ -542,6 +546,34 @@ def _check_deletions(exchanges: Sequence[Exchange], report: Report) -> None:
             bad.append(f"seq {ex.line.seq} ({ex.kioku('turn')}) deleted the turn of seq {old.line.seq} "
                        f"({_split(old)[1][:20]!r}) on the evidence of {why}")
     report.check(not bad, f"deletions: {done} stored turns replaced, {len(bad)} on ambiguous evidence"
+                 + "".join(f"\n      {b}" for b in bad[:10]))
+
+
+def _check_windows(exchanges: Sequence[Exchange], stores: dict[str, UserStore], report: Report) -> None:
+    """A request that sent history says which conversation it belongs to: the turns before its own
+    in kioku's window must be the exchanges it showed (as far as both reach; a history with no
+    exchange, such as a greeting alone, says the conversation starts there). A request with no
+    history says nothing (a client that relies on kioku's window)."""
+    by_turn = {ex.kioku("turn-id"): ex for ex in _conversations(exchanges)}
+    bad, seen = [], 0
+    for user, store in stores.items():
+        for chat, window in store.windows.items():
+            seen += bool(window)
+            for j, (turn_id, _, _) in enumerate(window):
+                ex = by_turn.get(turn_id)
+                before = _split(ex)[0] if ex is not None else ()
+                if not before:
+                    continue
+                shown = [(_key(before[i - 1][1]), _key(t)) for i, (role, t) in enumerate(before)
+                         if i and role == "assistant" and before[i - 1][0] == "user"]
+                kept = [(_key(u), _key(a)) for _, u, a in window[:j]]
+                n = min(len(shown), len(kept))
+                same = all(k[0] == s_[0] and (k[1].startswith(s_[1]) or s_[1].startswith(k[1]))
+                           for s_, k in zip(shown[len(shown) - n:], kept[len(kept) - n:]))
+                if not same or (not shown and kept):
+                    bad.append(f"{user} chat {chat}: the turn of seq {ex.line.seq} ({_split(ex)[1][:16]!r}) "
+                               f"follows {len(kept)} turns its conversation does not show")
+    report.check(not bad, f"windows: {seen} kept, {len(bad)} turns in a window of another conversation"
                  + "".join(f"\n      {b}" for b in bad[:10]))
 
 

@@ -28,7 +28,7 @@ Pure: no I/O; texts are compared without white space (frontends re-space what th
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -160,3 +160,71 @@ def _same_turn(pair: tuple[str, str], turn: StoredTurn) -> bool:
         return True
     short, long = sorted((mine, theirs), key=len)
     return len(short) >= 8 and 2 * len(short) >= len(long) and long.startswith(short)
+
+
+MAX_BRANCHES = 200
+"""Most windows one chat id is split into (a frontend that sends all its chats under one id)."""
+
+
+@dataclass(frozen=True)
+class ChatChoice:
+    """Which stored window a client's conversation is (`choose_chat`)."""
+
+    chat_id: str
+    matched: int
+    """How many of the client's last exchanges that window holds (0: a new window)."""
+    exclude: frozenset[str] = frozenset()
+    """Turns of other windows that may be the one this request replaces (a chat's first reply
+    swiped, where the first message alone cannot tell a swipe from a new chat): kept out of the
+    prompt, never deleted."""
+
+
+def branch_id(chat_id: str, n: int) -> str:
+    """The id of the n-th window (n >= 1) that conversations under `chat_id` are split into."""
+    return f"{chat_id}~{n}"
+
+
+def choose_chat(client: ClientTurn, chat_id: str, load: Callable[[str], Sequence[StoredTurn]], *,
+                max_branches: int = MAX_BRANCHES) -> ChatChoice:
+    """The window of `chat_id` (the named chat, or the default) that the client's conversation
+    continues, regenerates or edits, or a new one when none does. A frontend that sends every chat
+    under one id (SillyTavern's headers are one setting per connection) gets one window per chat:
+    the stored windows are `chat_id`, `chat_id~1`, `chat_id~2`, ... (`load` reads one's turns,
+    oldest first; the first empty one ends them), and a conversation is found again by its content.
+
+    A client that sends no history relies on the named window: `chat_id` itself."""
+    if not client.history:
+        return ChatChoice(chat_id, 0)
+    exchanges = _exchanges(client.history)
+    best: ChatChoice | None = None
+    first_free: str | None = None
+    same_start: set[str] = set()
+    for n in range(max_branches + 1):
+        candidate = chat_id if n == 0 else branch_id(chat_id, n)
+        stored = load(candidate)
+        if not stored:
+            first_free = candidate
+            break
+        held = max(_aligned(exchanges, stored), _aligned(exchanges, stored[:-1]))
+        if held and (best is None or held > best.matched):
+            best = ChatChoice(candidate, held)
+        if _same(stored[0].user, client.message):
+            same_start.add(stored[0].id)
+    if best is not None:
+        return best
+    if first_free is None:
+        first_free = branch_id(chat_id, max_branches)  # all taken: the last one takes the overflow
+    # A new window. With no exchange yet, a chat that began with the same message may be the one
+    # whose first reply is being swiped: its first turn stays out of this prompt.
+    return ChatChoice(first_free, 0, frozenset(same_start) if not exchanges else frozenset())
+
+
+def _aligned(exchanges: Sequence[tuple[str, str]], stored: Sequence[StoredTurn]) -> int:
+    """How many exchanges the client's and the stored chat share, aligned at their ends (0 when
+    their last ones differ)."""
+    n = 0
+    for pair, turn in zip(reversed(exchanges), reversed(stored)):
+        if not _same_turn(pair, turn):
+            break
+        n += 1
+    return n

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.conversation import ClientTurn, StoredTurn, plan_turn, read_client
+from engine.conversation import ClientTurn, StoredTurn, choose_chat, plan_turn, read_client
 
 T1 = StoredTurn("t1", "晚上好", "晚上好呀，今天下雨了。")
 T2 = StoredTurn("t2", "昨天我们聊了什么？", "昨天你说你讨厌香菜。")
@@ -92,3 +92,33 @@ def test_plan(client, stored, chat_known, expected):
     plan = plan_turn(client, stored, chat_known=chat_known)
     assert (plan.kind, plan.history, plan.replaces, set(plan.exclude)) == expected
     assert plan.message == client.message and plan.prefix == client.prefix
+
+
+class TestChooseChat:
+    """One chat id, many conversations (SillyTavern sends one chat id per connection): each gets
+    its own window, `chat`, `chat~1`, ..., found again by what the client sends."""
+
+    T3 = StoredTurn("t3", "你好呀", "你好，欢迎来到书茶馆。")
+
+    def choose(self, client, windows):
+        return choose_chat(client, "c", lambda chat: windows.get(chat, []))
+
+    @pytest.mark.parametrize(
+        ("client", "windows", "expected"),
+        [(ClientTurn("新消息", H2), {"c": [T1, T2]}, ("c", 2, set())),
+         (ClientTurn(T2.user, H1), {"c": [T1, T2]}, ("c", 1, set())),
+         (ClientTurn("新消息", ()), {"c": [T1, T2]}, ("c", 0, set())),
+         (ClientTurn("你好呀", GREETING), {}, ("c", 0, set())),
+         (ClientTurn("你好呀", GREETING), {"c": [T1, T2]}, ("c~1", 0, set())),
+         (ClientTurn("你好呀", GREETING), {"c": [T1, T2], "c~1": [T3]}, ("c~2", 0, {"t3"})),
+         (ClientTurn("新消息", (*GREETING, u(T3.user), a(T3.assistant))), {"c": [T1, T2], "c~1": [T3]},
+          ("c~1", 1, set())),
+         (ClientTurn("新消息", (u("别的"), a("别的回答"))), {"c": [T1, T2], "c~1": [T3]}, ("c~2", 0, set())),
+         (ClientTurn("新消息", H2), {"c": [T3], "c~1": [T1, T2]}, ("c~1", 2, set()))],
+        ids=["continues-the-chat", "regenerates-in-the-chat", "no-history-uses-the-named-window",
+             "first-chat-takes-the-named-window", "a-new-chat-gets-a-window", "second-new-chat-same-start",
+             "found-again-by-its-last-exchange", "unknown-conversation-new-window", "best-aligned-window"],
+    )
+    def test_table(self, client, windows, expected):
+        choice = self.choose(client, windows)
+        assert (choice.chat_id, choice.matched, set(choice.exclude)) == expected

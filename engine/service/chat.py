@@ -11,10 +11,12 @@ what was decided; the `engine.service.requests` logger logs it (`kioku serve` sh
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime, timezone
+from functools import partial
 from typing import Any
 
 import openai
@@ -23,7 +25,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from engine.config import LLMConfig
-from engine.conversation import STORED_TURNS, StoredTurn, TurnPlan, plan_turn, read_client
+from engine.conversation import STORED_TURNS, StoredTurn, TurnPlan, choose_chat, plan_turn, read_client
 from engine.orchestrator import MemoryOrchestrator, new_turn_id
 from engine.service.errors import ServiceError
 from engine.service.headers import encode_header_value, header_text
@@ -93,6 +95,12 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any
     orch = await run_in_threadpool(registry.get, sel.character)
     llm = orch.config.llm
     client = upstream_client(request, llm)
+    choice = None
+    if client_turn is not None:
+        # One chat id may carry many conversations (SillyTavern sends one per connection): each
+        # gets its own window, found again by what the client sends.
+        choice = await run_in_threadpool(choose_chat, client_turn, who.chat, partial(_stored, orch, who.user))
+        who = dataclasses.replace(who, chat=choice.chat_id)
     headers = {"X-Kioku-Character": encode_header_value(sel.character), "X-Kioku-User": encode_header_value(who.user),
                "X-Kioku-User-Source": who.user_source, "X-Kioku-Chat": encode_header_value(who.chat),
                "X-Kioku-Request": decision.kind, "X-Kioku-Request-Reason": decision.reason}
@@ -105,12 +113,12 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any
                           decision.reason)
     else:
         assert client_turn is not None
-        recent = await orch.arecent_turns(who.user, chat_id=who.chat, n=STORED_TURNS)
-        stored = [StoredTurn(t.id, t.user, t.assistant) for t in recent]
+        assert choice is not None
+        stored = await run_in_threadpool(_stored, orch, who.user, who.chat)
         plan = plan_turn(client_turn, stored, chat_known=who.chat_source != "default")
         result = await orch.abuild_prompt(plan.message, user_id=who.user, chat_id=who.chat,
                                           history=None if plan.history is None else list(plan.history),
-                                          exclude_turns=plan.exclude)
+                                          exclude_turns=plan.exclude | choice.exclude)
         messages = build_messages(result.messages, body, config.service.client_system)
         if plan.prefix:
             messages.append({"role": "assistant", "content": plan.prefix})  # the reply to continue
@@ -133,6 +141,10 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any
     events = relay(stream, record=record, where=where, model=body.model, llm=llm)
     return StreamingResponse(events, media_type="text/event-stream",
                              headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+def _stored(orch: MemoryOrchestrator, user: str, chat: str) -> list[StoredTurn]:
+    return [StoredTurn(t.id, t.user, t.assistant) for t in orch.recent_turns(user, chat_id=chat, n=STORED_TURNS)]
 
 
 def _text(value: str) -> str:
