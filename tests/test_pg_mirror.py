@@ -112,8 +112,9 @@ def test_a_second_worker_sees_adds_edits_and_forgets(pg, tmp_path):
 
 
 def test_a_fresh_worker_ranks_as_a_warm_one(pg, tmp_path):
-    """One ranking: the first search of a user on a worker with no copy builds it and answers with
-    the very ranking a warm worker gives (no other ranking meanwhile)."""
+    """One ranking: the first search of a user on a worker with no copy catches its rows up and
+    ranks them with the files ranking; once its term vectors are in (`catch_up`), exactly as a warm
+    worker does (no other ranking meanwhile)."""
     db, state, _ = pg
     embedder = Hashed()
     search = _write(db, state, embedder, [_stored(i, u, a) for i, (u, a) in enumerate(TURNS)], user="u3")
@@ -123,6 +124,8 @@ def test_a_fresh_worker_ranks_as_a_warm_one(pg, tmp_path):
     fresh = PgSearchMirror(search, embedder, CharacterPaths(tmp_path / "fresh" / "mirror"))
     first = fresh.search("u3", request)
     assert first and first[0].turn_id == "m2"
+    fresh.catch_up("u3")
+    first = fresh.search("u3", request)
     assert [(h.turn_id, h.side, round(h.score, 6)) for h in first] == \
         [(h.turn_id, h.side, round(h.score, 6)) for h in warm.search("u3", request)]
     warm.close()

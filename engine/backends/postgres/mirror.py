@@ -15,10 +15,12 @@ and forget bumps `seq`, and one user's changes commit in `seq` order, see
 `search.lock_owner_index`), so a turn recorded through another worker is found on the next
 message. A worker that starts empty builds the copy on the user's first query from the stored
 vectors (no embedding; only rows written without their per-half vectors are embedded here).
-There is no other ranking to fall back on while a copy is built: the same question ranks the same
-way before and after a worker warms up. A build that outlasts the prompt's time limit for the
-diary leaves that prompt without diary lines (named in its diagnostics) and goes on; `kioku db
-index` or `reindex` builds the copies ahead.
+There is no other ranking to fall back on while a copy is built (the rows are caught up before a
+search ranks); a build that outlasts the prompt's time limit for the diary leaves that prompt
+without diary lines (named in its diagnostics) and goes on; `kioku db index` or `reindex` builds
+the copies ahead. The words' vectors for query expansion are the copy's own (the database holds
+turn vectors only): they are embedded in a background thread, and a word without its vector is not
+offered yet, so until then a fresh worker ranks without that expansion.
 At most `max_users` copies stay open per worker (least recently used closed first; their files
 stay, so reopening one only catches up).
 """
@@ -76,8 +78,6 @@ class _Copy:
 
     def __init__(self, folder: Path, embedder: Embedder) -> None:
         self.lock = threading.Lock()
-        self.warm = False
-        """Whether this worker brought the copy up to date, term vectors included, once."""
         # Another worker process on this host with the same data folder keeps its own copy.
         self.claim = FolderClaim(folder, owner_lock=folder.parent / f".lock-{folder.name}")
         self.index = FileTurnIndex(self.claim.path, embedder)
@@ -108,9 +108,6 @@ class PgSearchMirror:
     def search(self, user_id: str, request: SearchRequest) -> list[SearchHit]:
         """The files backend's ranking over the user's turns as the database holds them now."""
         copy = self._copy(user_id)
-        if not copy.warm:
-            self.catch_up(user_id)  # a worker's first search of the user: its term vectors too
-            copy.warm = True
         with copy.lock:
             self._catch_up(copy.index, user_id)
             copy.terms.start()
