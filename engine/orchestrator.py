@@ -153,12 +153,14 @@ class MemoryOrchestrator:
         history: Sequence[Mapping[str, Any]] | None = None,
         now: datetime | None = None,
         exclude_turns: Collection[str] = (),
+        user_name: str | None = None,
     ) -> PromptResult:
         """The messages for the LLM. The conversation is `history` (the OpenAI-format messages the
         client sent before `message`) when given, else the stored window of (user, chat); either
         is trimmed to the window budget. The summary is that chat's. `exclude_turns`: stored turns
         that must not come back (the one a regenerated or continued reply replaces): not from the
-        window, not as diary lines, not as facts that only they stated."""
+        window, not as diary lines, not as facts that only they stated. `user_name`: what the
+        character calls the user in this prompt (a frontend's persona) instead of the character file's."""
         started = time.perf_counter()
         self._check_open()
         validate_id(user_id, kind="user id")
@@ -199,7 +201,7 @@ class MemoryOrchestrator:
             window_tokens=sum(count_tokens(m["content"]) for m in opening) + sum(m.tokens for m in window),
             message=message,
             budget=budget,
-            names=self._names,
+            names=self._names if not user_name else {**self._names, "user": user_name},
         )
         timings["total"] = _ms(started)
         return PromptResult(

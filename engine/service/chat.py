@@ -32,7 +32,8 @@ from engine.service.headers import encode_header_value, header_text
 from engine.service.housekeeping import METADATA_KEY, REQUEST_HEADER, classify
 from engine.service.identity import IDENTITY_HEADERS, Identity, Principal, resolve
 from engine.service.models import ChatCompletionRequest, ErrorResponse, ModelCard, ModelList
-from engine.service.selection import CHARACTER_HEADER, select
+from engine.service.selection import CHARACTER_HEADER, find_character, select
+from engine.service.speakers import USER_NAME_HEADER, speakers
 
 from engine.service.upstream import upstream_client, upstream_error
 
@@ -77,8 +78,16 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any
     config = request.app.state.config
     registry = request.app.state.registry
     raw = request.scope["headers"]
-    sent = {name: header_text(raw, name) for name in (CHARACTER_HEADER, REQUEST_HEADER, *IDENTITY_HEADERS)}
-    sel = select(body.model, sent[CHARACTER_HEADER], names=registry.names(),
+    sent = {name: header_text(raw, name)
+            for name in (CHARACTER_HEADER, USER_NAME_HEADER, REQUEST_HEADER, *IDENTITY_HEADERS)}
+    told = speakers((m.text() for m in body.messages if m.role in ("system", "developer")),
+                    character_header=sent[CHARACTER_HEADER], user_header=sent[USER_NAME_HEADER])
+    names = registry.names()
+    # The character the frontend names, when kioku knows it, is the one meant (one connection for
+    # every character); a header naming an unknown one is still an error (404 when opened).
+    named = sent[CHARACTER_HEADER] or (told.character if told.character and find_character(told.character, names)
+                                       else None)
+    sel = select(body.model, named, names=names,
                  default_character=config.service.default_character)
     principal: Principal = getattr(request.state, "principal", Principal(None))
     who = resolve(principal, body_user=body.user, metadata=body.metadata, headers=sent, policy=request.app.state.identity)
@@ -118,7 +127,7 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any
         plan = plan_turn(client_turn, stored, chat_known=who.chat_source != "default")
         result = await orch.abuild_prompt(plan.message, user_id=who.user, chat_id=who.chat,
                                           history=None if plan.history is None else list(plan.history),
-                                          exclude_turns=plan.exclude | choice.exclude)
+                                          exclude_turns=plan.exclude | choice.exclude, user_name=told.user)
         messages = build_messages(result.messages, body, config.service.client_system)
         if plan.prefix:
             messages.append({"role": "assistant", "content": plan.prefix})  # the reply to continue

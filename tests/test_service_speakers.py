@@ -1,0 +1,61 @@
+"""One connection for every character and persona (issue 38 item 2): the names a request tells,
+from headers (newer SillyTavern fills them from its macros) or from a known frontend's prompt shape
+(SillyTavern 1.12's default main prompt), select the character and name the user in the prompt."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from engine.service.app import create_app
+from engine.service.speakers import SHAPES, speakers
+from engine.testing.fake_openai import FakeOpenAIServer
+from engine.testing.serve import ServiceThread, copy_demo, service_config
+
+ST_PROMPT = "Write 小月's next reply in a fictional chat between 小月 and 林舟."
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=[s.frontend for s in SHAPES])
+def test_each_shape_reads_its_example(shape):
+    told = speakers([shape.example], character_header=None, user_header=None)
+    assert told.character and told.user and told.source == shape.frontend
+
+
+@pytest.mark.parametrize(
+    ("system", "char_header", "user_header", "expected"),
+    [([ST_PROMPT], None, None, ("小月", "林舟")),
+     (["Write Seraphina's next reply in a fictional chat between Seraphina and Ann Lee. Stay in character."],
+      None, None, ("Seraphina", "Ann Lee")),
+     ([ST_PROMPT], "xiaoyue", "阿丽", ("xiaoyue", "阿丽")),
+     ([ST_PROMPT], None, "{{user}}", ("小月", "林舟")),
+     (["你是小月。"], None, None, (None, None)),
+     (["Write a poem about 小月 and 林舟."], None, None, (None, None))],
+    ids=["sillytavern-default", "english-names", "headers-first", "unexpanded-macro", "no-shape", "look-alike"],
+)
+def test_names_the_request_tells(system, char_header, user_header, expected):
+    told = speakers(system, character_header=char_header, user_header=user_header)
+    assert (told.character, told.user) == expected
+
+
+@pytest.fixture
+def svc(tmp_path, embedder):
+    data_dir = copy_demo(tmp_path / "data")
+    with FakeOpenAIServer() as upstream:
+        app = create_app(config=service_config(data_dir, upstream.base_url), embedder=embedder)
+        with ServiceThread(app) as server:
+            yield server, upstream
+
+
+def test_sillytavern_persona_is_the_user_in_the_prompt_and_its_character_is_selected(svc):
+    """The model names no character; SillyTavern's main prompt names 小月 (the demo character's
+    display name) and the persona 林舟, which replaces the character file's user name (旅人)."""
+    server, upstream = svc
+    body = {"model": "gpt-4o", "user": "lin", "stream": False,
+            "messages": [{"role": "system", "content": ST_PROMPT}, {"role": "assistant", "content": "欢迎光临～"},
+                         {"role": "user", "content": "晚上好～今天又下雨了，我刚下班。"}]}
+    r = httpx.post(f"{server.url}/v1/chat/completions", json=body, timeout=60)
+    assert r.status_code == 200, r.text
+    assert r.headers["x-kioku-character"] == "xiaoyue"
+    sent = "\n".join(m["content"] for m in upstream.requests[-1]["messages"] if m["role"] == "system")
+    assert "林舟" in sent and "旅人" not in sent
+    assert upstream.requests[-1]["model"] == "gpt-4o"
