@@ -21,9 +21,10 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Protocol
 
-from engine.character import list_characters, load_character
+from engine.character import Character, list_characters, load_character
 from engine.config import EngineConfig
 from engine.errors import EngineError
+from engine.fileio import atomic_write_text, dump_yaml
 from engine.journal import JournalStatus
 from engine.paths import CharacterPaths, character_paths, validate_id
 from engine.shortterm import DEFAULT_CHAT, ShortTermMemory, validate_chat_id
@@ -163,6 +164,21 @@ def characters(config: EngineConfig) -> list[CharacterInfo]:
         out.append(CharacterInfo(char_id, c.name, str(settings.get("language", config.language)),
                                  str(settings.get("timezone", config.timezone))))
     return out
+
+
+def create_character(config: EngineConfig, character_id: str, character: Character) -> bool:
+    """Write a new character's folder (its character.yaml, persona fields only); False, and nothing
+    changes, when a character with this id exists. The folder is made first, atomically: two
+    requests creating the same character write it once."""
+    paths = character_paths(config.data_dir, validate_id(character_id, kind="character id"))
+    paths.root.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        paths.root.mkdir()
+    except FileExistsError:
+        return False
+    atomic_write_text(paths.character_file, dump_yaml(character.model_dump(exclude_defaults=True)))
+    log.info("admin: created character %s (%s)", character_id, character.name)
+    return True
 
 
 def clear_cache(config: EngineConfig, character_id: str) -> Path | None:

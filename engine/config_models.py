@@ -200,6 +200,11 @@ class ServiceConfig(_Strict):
     """Character used when the model name does not name one (None: such requests get a 404)."""
     default_user: str = "default"
     """User id when a request names none (no X-Kioku-User header, no `user` field)."""
+    create_characters: Literal["auto", "on", "off"] = "auto"
+    """A character a frontend names (SillyTavern's prompt or header) that kioku does not know is
+    created from what the request sends (its card text becomes the persona): on, off, or auto (on
+    in single-user mode, off where several people share the service: one person's client would
+    add characters for all)."""
     client_system: Literal["ignore", "append"] = "ignore"
     """What to do with the client's own system messages: drop them (the character's persona
     stands), or append them as a system message after the persona."""

@@ -4,6 +4,8 @@ from headers (newer SillyTavern fills them from its macros) or from a known fron
 
 from __future__ import annotations
 
+from urllib.parse import unquote
+
 import httpx
 import pytest
 
@@ -59,3 +61,40 @@ def test_sillytavern_persona_is_the_user_in_the_prompt_and_its_character_is_sele
     sent = "\n".join(m["content"] for m in upstream.requests[-1]["messages"] if m["role"] == "system")
     assert "林舟" in sent and "旅人" not in sent
     assert upstream.requests[-1]["model"] == "gpt-4o"
+
+
+CARD = "墨白是城南旧书铺的老板，三十来岁，话不多，记得每本书的来历。"
+
+
+def st_body(character: str, user: str = "林舟") -> dict:
+    return {"model": "gpt-4o", "user": "lin", "stream": False,
+            "messages": [{"role": "system", "content": f"Write {character}'s next reply in a fictional chat between "
+                                                       f"{character} and {user}."},
+                         {"role": "system", "content": CARD}, {"role": "system", "content": "[Start a new Chat]"},
+                         {"role": "assistant", "content": "随便看看，书都不贵。"},
+                         {"role": "user", "content": "老板，有没有关于雾川镇的旧地方志？"}]}
+
+
+@pytest.mark.parametrize(("switch", "tokens", "created"),
+                         [("auto", 0, True), ("on", 0, True), ("off", 0, False), ("auto", 2, False)],
+                         ids=["auto-single-user", "on", "off", "auto-several-users"])
+def test_an_unknown_sillytavern_character_is_created_behind_the_switch(tmp_path, embedder, switch, tokens, created):
+    """The card text SillyTavern sends becomes the new character's setting; the persona its user."""
+    data_dir = copy_demo(tmp_path / "data")
+    env = {f"TOK{i}": f"token-{i}-0123456789" for i in range(tokens)}
+    service = {"create_characters": switch, "default_character": "xiaoyue",
+               **({"user_token_envs": {f"u{i}": f"TOK{i}" for i in range(tokens)}} if tokens else {})}
+    with FakeOpenAIServer() as upstream:
+        config = service_config(data_dir, upstream.base_url, env=env, service=service)
+        with ServiceThread(create_app(config=config, embedder=embedder, env=env)) as server:
+            auth = {"Authorization": f"Bearer {env['TOK0']}"} if tokens else {}
+            r = httpx.post(f"{server.url}/v1/chat/completions", json=st_body("墨白"), headers=auth, timeout=60)
+            assert r.status_code == 200, r.text
+            sent = "\n".join(m["content"] for m in upstream.requests[-1]["messages"] if m["role"] == "system")
+    folder = data_dir / "agents" / "墨白"
+    assert folder.joinpath("character.yaml").is_file() is created
+    if created:
+        assert unquote(r.headers["x-kioku-character"]) == "墨白"
+        assert CARD in sent and "林舟" in sent and "[Start a new Chat]" not in folder.joinpath("character.yaml").read_text("utf-8")
+    else:
+        assert r.headers["x-kioku-character"] == "xiaoyue"

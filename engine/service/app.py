@@ -153,6 +153,8 @@ def create_app(
     app.state.upstreams = {}
     app.state.identity = IdentityPolicy.from_config(config.service, tokens)
     app.state.housekeeping_rules = compile_patterns(config.service.housekeeping_patterns)
+    mode = config.service.create_characters
+    app.state.create_characters = mode == "on" or (mode == "auto" and not app.state.identity.multi_user)
     install_error_handlers(app, data_dir=config.data_dir)
 
     auth = [Depends(make_auth(tokens))]

@@ -33,7 +33,8 @@ from engine.service.housekeeping import METADATA_KEY, REQUEST_HEADER, classify
 from engine.service.identity import IDENTITY_HEADERS, Identity, Principal, resolve
 from engine.service.models import ChatCompletionRequest, ErrorResponse, ModelCard, ModelList
 from engine.service.selection import CHARACTER_HEADER, find_character, select
-from engine.service.speakers import USER_NAME_HEADER, speakers
+from engine.admin import create_character
+from engine.service.speakers import USER_NAME_HEADER, character_from, character_id_for, speakers
 
 from engine.service.upstream import upstream_client, upstream_error
 
@@ -80,15 +81,8 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any
     raw = request.scope["headers"]
     sent = {name: header_text(raw, name)
             for name in (CHARACTER_HEADER, USER_NAME_HEADER, REQUEST_HEADER, *IDENTITY_HEADERS)}
-    told = speakers((m.text() for m in body.messages if m.role in ("system", "developer")),
-                    character_header=sent[CHARACTER_HEADER], user_header=sent[USER_NAME_HEADER])
-    names = registry.names()
-    # The character the frontend names, when kioku knows it, is the one meant (one connection for
-    # every character); a header naming an unknown one is still an error (404 when opened).
-    named = sent[CHARACTER_HEADER] or (told.character if told.character and find_character(told.character, names)
-                                       else None)
-    sel = select(body.model, named, names=names,
-                 default_character=config.service.default_character)
+    system = [m.text() for m in body.messages if m.role in ("system", "developer")]
+    told = speakers(system, character_header=sent[CHARACTER_HEADER], user_header=sent[USER_NAME_HEADER])
     principal: Principal = getattr(request.state, "principal", Principal(None))
     who = resolve(principal, body_user=body.user, metadata=body.metadata, headers=sent, policy=request.app.state.identity)
     metadata = body.metadata if isinstance(body.metadata, dict) else {}
@@ -96,6 +90,17 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any
     pairs = [(m.role, m.text()) for m in body.messages]
     decision = classify(pairs, override=override, rules=request.app.state.housekeeping_rules,
                         streamed=bool(body.stream))
+    names = registry.names()
+    if (told.character and not find_character(told.character, names) and not decision.housekeeping
+            and request.app.state.create_characters):
+        await run_in_threadpool(create_character, config, character_id_for(told.character),
+                                character_from(told, system))
+        names = registry.names()
+    # The character the frontend names, when kioku knows it, is the one meant (one connection for
+    # every character); a header naming an unknown one is still an error (404 when opened).
+    named = sent[CHARACTER_HEADER] or (told.character if told.character and find_character(told.character, names)
+                                       else None)
+    sel = select(body.model, named, names=names, default_character=config.service.default_character)
     client_turn = None if decision.housekeeping else read_client(pairs)
     if not decision.housekeeping and client_turn is None:
         raise ServiceError(400, "the request has no user message with text: the last 'user' message is the new turn",

@@ -11,9 +11,14 @@ as it is (shortened to `MAX_NAME_CHARS`)."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from engine.character import Character
+from engine.errors import InvalidIdError
+from engine.paths import validate_id
 
 USER_NAME_HEADER = "X-Kioku-User-Name"
 MAX_NAME_CHARS = 64
@@ -64,3 +69,28 @@ def _clean(name: str | None) -> str | None:
     if not name or (name.startswith("{{") and name.endswith("}}")):
         return None
     return name[:MAX_NAME_CHARS]
+
+
+_MARKER = re.compile(r"\A\[[^\]\n]{1,80}\]\Z")
+"""A frontend's one-line marker between prompt parts ("[Start a new Chat]")."""
+
+
+def character_id_for(name: str) -> str:
+    """The id a character created from a frontend's name gets: the name when it is a valid id
+    (小月), with spaces as '_' (Ann_Lee), else `c-` and a digest of it."""
+    candidate = "_".join(name.split())
+    try:
+        return validate_id(candidate, kind="character id")
+    except InvalidIdError:
+        return "c-" + hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+def character_from(told: Speakers, system_texts: Iterable[str]) -> Character:
+    """A character made from what a frontend sends: its name, the user's name, and the card text
+    (its system messages but the prompt shape that named them and one-line markers) as the setting."""
+    card = [t.strip() for t in system_texts
+            if t.strip() and not _MARKER.match(t.strip()) and not any(s.pattern.search(t.strip()) for s in SHAPES)]
+    fields: dict[str, object] = {"name": told.character or "character", "settings": "\n\n".join(card)}
+    if told.user:
+        fields["user_name"] = told.user
+    return Character(**fields)
