@@ -28,6 +28,7 @@ from engine.admin import MemoryAdmin
 from engine.adapters.llm import LLM
 from engine.character import Character, open_character
 from engine.config import EngineConfig, open_config
+from engine.conversation import normalize
 from engine.factory import (
     cached_embedder,
     make_journal,
@@ -154,13 +155,17 @@ class MemoryOrchestrator:
         now: datetime | None = None,
         exclude_turns: Collection[str] = (),
         user_name: str | None = None,
+        client_text: str = "",
     ) -> PromptResult:
         """The messages for the LLM. The conversation is `history` (the OpenAI-format messages the
         client sent before `message`) when given, else the stored window of (user, chat); either
         is trimmed to the window budget. The summary is that chat's. `exclude_turns`: stored turns
         that must not come back (the one a regenerated or continued reply replaces): not from the
         window, not as diary lines, not as facts that only they stated. `user_name`: what the
-        character calls the user in this prompt (a frontend's persona) instead of the character file's."""
+        character calls the user in this prompt (a frontend's persona) instead of the character file's.
+        `client_text`: what the client itself sends the model besides the conversation (a frontend's
+        card and lore, kept by `service.client_system: append`): world-book entries in it are not
+        injected again."""
         started = time.perf_counter()
         self._check_open()
         validate_id(user_id, kind="user id")
@@ -186,6 +191,9 @@ class MemoryOrchestrator:
         hits_by_tier, diagnostics, timings = self._retrieve_all(
             message, user_id=user_id, now=now, recent=recent, text=query_text, since_last=since_last, exclude=exclude
         )
+        if client_text and hits_by_tier.get("world_book"):
+            sent = normalize(client_text)
+            hits_by_tier["world_book"] = [h for h in hits_by_tier["world_book"] if normalize(h.text) not in sent]
         diagnostics = [*diagnostics, *(f"short_term: {p}" for p in state.problems), *self.journal.diagnostics(user_id)]
         budget = Budget(self.config.retrieval.budget_tokens, self.config.retrieval.caps.model_dump())
         summary = self._summary_hit(state.brain.historical_summary.strip(), hits_by_tier, budget)

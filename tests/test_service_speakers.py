@@ -98,3 +98,21 @@ def test_an_unknown_sillytavern_character_is_created_behind_the_switch(tmp_path,
         assert CARD in sent and "林舟" in sent and "[Start a new Chat]" not in folder.joinpath("character.yaml").read_text("utf-8")
     else:
         assert r.headers["x-kioku-character"] == "xiaoyue"
+
+
+@pytest.mark.parametrize("sent_by_client", [False, True], ids=["kioku-injects-it", "client-sent-it"])
+def test_lore_the_client_already_sent_is_not_injected_twice(tmp_path, embedder, sent_by_client):
+    """With `client_system: append` the frontend's own lore stays in the prompt; the world-book
+    entry it already holds is not injected a second time."""
+    lore = "阿黄是茶馆里的橘猫，胖乎乎的，最喜欢趴在旧书堆上晒太阳，怕打雷。"
+    data_dir = copy_demo(tmp_path / "data")
+    body = st_body("小月")
+    body["messages"][1]["content"] = CARD + ("\n" + lore if sent_by_client else "")
+    body["messages"][-1]["content"] = "阿黄今天怎么没趴在书堆上？"
+    with FakeOpenAIServer() as upstream:
+        config = service_config(data_dir, upstream.base_url, service={"client_system": "append"})
+        with ServiceThread(create_app(config=config, embedder=embedder)) as server:
+            r = httpx.post(f"{server.url}/v1/chat/completions", json=body, timeout=60)
+            assert r.status_code == 200, r.text
+            sent = "\n".join(m["content"] for m in upstream.requests[-1]["messages"] if m["role"] == "system")
+    assert sent.count(lore) == 1

@@ -132,7 +132,9 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any
         plan = plan_turn(client_turn, stored, chat_known=who.chat_source != "default")
         result = await orch.abuild_prompt(plan.message, user_id=who.user, chat_id=who.chat,
                                           history=None if plan.history is None else list(plan.history),
-                                          exclude_turns=plan.exclude | choice.exclude, user_name=told.user)
+                                          exclude_turns=plan.exclude | choice.exclude, user_name=told.user,
+                                          client_text="\n".join(system) if config.service.client_system == "append"
+                                          else "")
         messages = build_messages(result.messages, body, config.service.client_system)
         if plan.prefix:
             messages.append({"role": "assistant", "content": plan.prefix})  # the reply to continue
