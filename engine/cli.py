@@ -215,7 +215,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from engine.service.run import serve
 
-    from engine.backends.postgres.cli import storage_line
+    from engine.backends.db_cli import storage_line
 
     line = storage_line(_config(args))  # Postgres: down, or an older/newer schema, stops the start here
     if line:
@@ -248,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_import_command(sub)
     _add_serve_command(sub)
 
-    from engine.backends.postgres import cli as cli_db
+    from engine.backends import db_cli as cli_db
 
     COMMANDS["db"] = cli_db.add_parser(sub, _command, _common)
     return parser

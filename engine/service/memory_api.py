@@ -76,7 +76,7 @@ def health(request: Request, response: Response) -> Health:
             client.close()
     from dataclasses import asdict
 
-    from engine.backends.postgres.health import database_health
+    from engine.backends.db_health import database_health
 
     database = database_health(config.storage)
     ok = redis_ok is not False and (database is None or database.state == "up")
