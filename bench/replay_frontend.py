@@ -491,7 +491,7 @@ def _check_regenerate(exchanges: Sequence[Exchange], stores: dict[str, UserStore
         before = _split(group[0])[0]
         message = _split(group[0])[1]
         seqs = ", ".join(str(ex.line.seq) for ex in group + later)
-        if not any(role == "assistant" and i and before[i - 1][0] == "user" for i, (role, _) in enumerate(before)):
+        if not _pairs(before):
             report.say(f"  a chat's first message sent again: {message[:30]!r} (seq {seqs}, kioku: "
                        f"{', '.join(k or '?' for k in kinds)}): {len(in_diary)} turns kept (two chats may begin alike)")
             continue
@@ -520,6 +520,12 @@ def _split(ex: Exchange) -> tuple[tuple[tuple[str, str], ...], str, str]:
     return said[:last], said[last][1], "".join(t for role, t in said[last + 1:] if role == "assistant")
 
 
+def _pairs(said: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(user message, reply) for each assistant message right after a user message."""
+    return [(said[i - 1][1], text) for i, (role, text) in enumerate(said)
+            if i and role == "assistant" and said[i - 1][0] == "user"]
+
+
 def _conversations(exchanges: Sequence[Exchange]) -> list[Exchange]:
     return [ex for ex in exchanges if ex.status == 200 and ex.kioku("request") == "conversation"]
 
@@ -539,9 +545,8 @@ def _check_deletions(exchanges: Sequence[Exchange], report: Report) -> None:
             continue
         before = _split(ex)[0]
         same_chat = [_key(t) for _, t in before] == [_key(t) for _, t in _split(old)[0]]
-        exchanged = any(role == "assistant" and i and before[i - 1][0] == "user" for i, (role, _) in enumerate(before))
         named = sent_identity(ex.line)[1] is not None
-        if not same_chat or not (exchanged or (not before and named)):
+        if not same_chat or not (_pairs(before) or (not before and named)):
             why = "another conversation" if not same_chat else "a conversation with no exchange before it"
             bad.append(f"seq {ex.line.seq} ({ex.kioku('turn')}) deleted the turn of seq {old.line.seq} "
                        f"({_split(old)[1][:20]!r}) on the evidence of {why}")
@@ -564,8 +569,7 @@ def _check_windows(exchanges: Sequence[Exchange], stores: dict[str, UserStore], 
                 before = _split(ex)[0] if ex is not None else ()
                 if not before:
                     continue
-                shown = [(_key(before[i - 1][1]), _key(t)) for i, (role, t) in enumerate(before)
-                         if i and role == "assistant" and before[i - 1][0] == "user"]
+                shown = [(_key(u), _key(a)) for u, a in _pairs(before)]
                 kept = [(_key(u), _key(a)) for _, u, a in window[:j]]
                 n = min(len(shown), len(kept))
                 same = all(k[0] == s_[0] and (k[1].startswith(s_[1]) or s_[1].startswith(k[1]))

@@ -173,6 +173,8 @@ class ChatChoice:
     chat_id: str
     matched: int
     """How many of the client's last exchanges that window holds (0: a new window)."""
+    stored: tuple[StoredTurn, ...] = ()
+    """That window's stored turns, oldest first, as `load` read them (what `plan_turn` compares)."""
     exclude: frozenset[str] = frozenset()
     """Turns of other windows that may be the one this request replaces (a chat's first reply
     swiped, where the first message alone cannot tell a swipe from a new chat): kept out of the
@@ -194,7 +196,7 @@ def choose_chat(client: ClientTurn, chat_id: str, load: Callable[[str], Sequence
 
     A client that sends no history relies on the named window: `chat_id` itself."""
     if not client.history:
-        return ChatChoice(chat_id, 0)
+        return ChatChoice(chat_id, 0, tuple(load(chat_id)))
     exchanges = _exchanges(client.history)
     best: ChatChoice | None = None
     first_free: str | None = None
@@ -207,7 +209,7 @@ def choose_chat(client: ClientTurn, chat_id: str, load: Callable[[str], Sequence
             break
         held = max(_aligned(exchanges, stored), _aligned(exchanges, stored[:-1]))
         if held and (best is None or held > best.matched):
-            best = ChatChoice(candidate, held)
+            best = ChatChoice(candidate, held, tuple(stored))
         if _same(stored[0].user, client.message):
             same_start.add(stored[0].id)
     if best is not None:
@@ -216,7 +218,7 @@ def choose_chat(client: ClientTurn, chat_id: str, load: Callable[[str], Sequence
         first_free = branch_id(chat_id, max_branches)  # all taken: the last one takes the overflow
     # A new window. With no exchange yet, a chat that began with the same message may be the one
     # whose first reply is being swiped: its first turn stays out of this prompt.
-    return ChatChoice(first_free, 0, frozenset(same_start) if not exchanges else frozenset())
+    return ChatChoice(first_free, 0, (), frozenset(same_start) if not exchanges else frozenset())
 
 
 def _aligned(exchanges: Sequence[tuple[str, str]], stored: Sequence[StoredTurn]) -> int:

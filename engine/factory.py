@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -166,22 +167,17 @@ def make_stores(
 def _diary_backend(config: EngineConfig, *, paths: CharacterPaths, embedder: Embedder, tz: ZoneInfo,
                    progress: bool) -> DiaryBackend:
     if config.storage.backend == "postgres":
-        from engine.backends.postgres.backend import open_backend
         from engine.backends.postgres.diary_backend import PgDiary
 
-        pg = open_backend(config.storage)
-        pg.check_dim(embedder.dim)
-        return PgDiary(backend=pg, paths=paths, embedder=embedder, tz=tz)
+        return PgDiary(backend=_postgres(config, embedder), paths=paths, embedder=embedder, tz=tz)
     return _files_diary(paths, config.diary, embedder=embedder, tz=tz, progress=progress)
 
 
 def _fact_repository(config: EngineConfig, *, paths: CharacterPaths, embedder: Embedder, tz: ZoneInfo) -> FactRepository:
     if config.storage.backend == "postgres":
-        from engine.backends.postgres.backend import open_backend
         from engine.backends.postgres.core_repo import PgFactRepository
 
-        pg = open_backend(config.storage)
-        pg.check_dim(embedder.dim)
+        pg = _postgres(config, embedder)
         return PgFactRepository(pg.db, paths.root.name, embedder, tz, owners=pg.owners(paths.root.name),
                                 check_interval_s=config.core.check_interval_s)
     from engine.stores.core.repo import FilesFactRepository
@@ -189,16 +185,24 @@ def _fact_repository(config: EngineConfig, *, paths: CharacterPaths, embedder: E
     return FilesFactRepository(paths, embedder, tz, check_interval_s=config.core.check_interval_s)
 
 
+def _postgres(config: EngineConfig, embedder: Embedder) -> Any:
+    """The process's database backend for this config, checked against the embedder's dimension."""
+    from engine.backends.postgres.backend import open_backend
+
+    pg = open_backend(config.storage)
+    pg.check_dim(embedder.dim)
+    return pg
+
+
 def files_core_store(paths: CharacterPaths, config: CoreConfig, *, embedder: Embedder, llm: LLM | None, prompts: Prompts,
-                     tz: ZoneInfo, clock: Callable[[], float] | None = None,
+                     tz: ZoneInfo, clock: Callable[[], float] = time.monotonic,
                      wall_clock: Callable[[], datetime] | None = None) -> "CoreMemoryStore":
     """A core store over fact files alone, without an engine config (tests, benches, tools);
     `clock` paces its checks of the files, `wall_clock` is now for extraction."""
     from engine.stores.core import CoreMemoryStore
     from engine.stores.core.repo import FilesFactRepository
 
-    repo = FilesFactRepository(paths, embedder, tz, check_interval_s=config.check_interval_s,
-                               **({"clock": clock} if clock is not None else {}))
+    repo = FilesFactRepository(paths, embedder, tz, check_interval_s=config.check_interval_s, clock=clock)
     return CoreMemoryStore(repo=repo, paths=paths, config=config, embedder=embedder, llm=llm, prompts=prompts, tz=tz,
                            wall_clock=wall_clock)
 

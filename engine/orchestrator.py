@@ -28,7 +28,6 @@ from engine.admin import MemoryAdmin
 from engine.adapters.llm import LLM
 from engine.character import Character, open_character
 from engine.config import EngineConfig, open_config
-from engine.conversation import normalize
 from engine.factory import (
     cached_embedder,
     make_journal,
@@ -189,11 +188,9 @@ class MemoryOrchestrator:
 
         # One embedding call for the query and every store's extra pieces, then every store.
         hits_by_tier, diagnostics, timings = self._retrieve_all(
-            message, user_id=user_id, now=now, recent=recent, text=query_text, since_last=since_last, exclude=exclude
+            message, user_id=user_id, now=now, recent=recent, text=query_text, since_last=since_last, exclude=exclude,
+            client_text=client_text,
         )
-        if client_text and hits_by_tier.get("world_book"):
-            sent = normalize(client_text)
-            hits_by_tier["world_book"] = [h for h in hits_by_tier["world_book"] if normalize(h.text) not in sent]
         diagnostics = [*diagnostics, *(f"short_term: {p}" for p in state.problems), *self.journal.diagnostics(user_id)]
         budget = Budget(self.config.retrieval.budget_tokens, self.config.retrieval.caps.model_dump())
         summary = self._summary_hit(state.brain.historical_summary.strip(), hits_by_tier, budget)
@@ -239,12 +236,12 @@ class MemoryOrchestrator:
 
     def _retrieve_all(
         self, message: str, *, user_id: str, now: datetime, recent: Sequence[Message], text: str,
-        since_last: timedelta | None = None, exclude: frozenset[str] = frozenset(),
+        since_last: timedelta | None = None, exclude: frozenset[str] = frozenset(), client_text: str = "",
     ) -> tuple[dict[str, list[Hit]], list[str], dict[str, float]]:
         """Embed once and ask every store, under admission control and per-store time limits
         (engine/retrieval.py); an embedder failure degrades to the stores that need no vector."""
         read = self._reader.read(message, user_id=user_id, now=now, recent=recent, text=text, since_last=since_last,
-                                 exclude=exclude)
+                                 exclude=exclude, client_text=client_text)
         return read.hits_by_tier, list(read.diagnostics), dict(read.timings_ms)
 
     # -- writing -------------------------------------------------------------------------------

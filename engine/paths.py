@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +43,15 @@ def validate_id(value: str, *, kind: str = "id") -> str:
             "or '.', starting with a letter, digit or '_', no path separators, spaces, control characters or '..'"
         )
     return value
+
+
+def id_or_digest(value: str, *, kind: str) -> str:
+    """`value` when it is a valid id (`validate_id`), else `c-` and a digest of it: any text a
+    client names something by becomes a safe id, the same text always the same one."""
+    try:
+        return validate_id(value, kind=kind)
+    except InvalidIdError:
+        return "c-" + hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,7 @@ class Reader:
     def read(
         self, message: str, *, user_id: str, now: datetime, recent: Sequence[Message], text: str,
         only: Collection[str] | None = None, since_last: timedelta | None = None,
-        exclude: frozenset[str] = frozenset(),
+        exclude: frozenset[str] = frozenset(), client_text: str = "",
     ) -> Read:
         """Embed once and ask every store (or the stores named in `only`, for previews)."""
         timings: dict[str, float] = {}
@@ -88,7 +88,7 @@ class Reader:
             timings["admission"] = round(waited * 1000, 3)
             query = self._embed(message, user_id=user_id, now=now, recent=tuple(recent), text=text,
                                 timings=timings, diagnostics=diagnostics)
-            query = dataclasses.replace(query, since_last=since_last, exclude=exclude)
+            query = dataclasses.replace(query, since_last=since_last, exclude=exclude, client_text=client_text)
             hits_by_tier = self._ask_all(query, timings, diagnostics, only=only)
         return Read(query, hits_by_tier, tuple(diagnostics), timings)
 

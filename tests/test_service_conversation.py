@@ -122,3 +122,4 @@ class TestChooseChat:
     def test_table(self, client, windows, expected):
         choice = self.choose(client, windows)
         assert (choice.chat_id, choice.matched, set(choice.exclude)) == expected
+        assert choice.stored == tuple(windows.get(choice.chat_id, []))  # what plan_turn compares: read once

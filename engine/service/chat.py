@@ -91,15 +91,15 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any
     decision = classify(pairs, override=override, rules=request.app.state.housekeeping_rules,
                         streamed=bool(body.stream))
     names = registry.names()
-    if (told.character and not find_character(told.character, names) and not decision.housekeeping
-            and request.app.state.create_characters):
+    known = find_character(told.character, names) if told.character else None
+    if told.character and known is None and not decision.housekeeping and request.app.state.create_characters:
         await run_in_threadpool(create_character, config, character_id_for(told.character),
                                 character_from(told, system))
         names = registry.names()
+        known = find_character(told.character, names)
     # The character the frontend names, when kioku knows it, is the one meant (one connection for
     # every character); a header naming an unknown one is still an error (404 when opened).
-    named = sent[CHARACTER_HEADER] or (told.character if told.character and find_character(told.character, names)
-                                       else None)
+    named = sent[CHARACTER_HEADER] or known
     sel = select(body.model, named, names=names, default_character=config.service.default_character)
     client_turn = None if decision.housekeeping else read_client(pairs)
     if not decision.housekeeping and client_turn is None:
@@ -128,8 +128,7 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any
     else:
         assert client_turn is not None
         assert choice is not None
-        stored = await run_in_threadpool(_stored, orch, who.user, who.chat)
-        plan = plan_turn(client_turn, stored, chat_known=who.chat_source != "default")
+        plan = plan_turn(client_turn, choice.stored, chat_known=who.chat_source != "default")
         result = await orch.abuild_prompt(plan.message, user_id=who.user, chat_id=who.chat,
                                           history=None if plan.history is None else list(plan.history),
                                           exclude_turns=plan.exclude | choice.exclude, user_name=told.user,

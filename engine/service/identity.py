@@ -19,7 +19,6 @@ stored under a stable digest of it.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import secrets
 import stat
@@ -31,7 +30,7 @@ from typing import Any
 from engine.config import ServiceConfig
 from engine.errors import ConfigError, InvalidIdError
 from engine.fileio import load_yaml_file
-from engine.paths import validate_id
+from engine.paths import id_or_digest, validate_id
 from engine.service.errors import ServiceError
 
 log = logging.getLogger(__name__)
@@ -178,10 +177,7 @@ def _chat(metadata: Any, headers: Mapping[str, str | None], policy: IdentityPoli
 def chat_id(value: str) -> str:
     """A chat id safe as a file name and a Redis key part: the id itself when it is a valid id, else
     `c-` and a digest of it (the same chat always gets the same id)."""
-    try:
-        return validate_id(value, kind="chat id")
-    except InvalidIdError:
-        return "c-" + hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
+    return id_or_digest(value, kind="chat id")
 
 
 def _user_id(value: str, where: str) -> str:

@@ -11,14 +11,12 @@ as it is (shortened to `MAX_NAME_CHARS`)."""
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from engine.character import Character
-from engine.errors import InvalidIdError
-from engine.paths import validate_id
+from engine.paths import id_or_digest
 
 USER_NAME_HEADER = "X-Kioku-User-Name"
 MAX_NAME_CHARS = 64
@@ -78,11 +76,7 @@ _MARKER = re.compile(r"\A\[[^\]\n]{1,80}\]\Z")
 def character_id_for(name: str) -> str:
     """The id a character created from a frontend's name gets: the name when it is a valid id
     (小月), with spaces as '_' (Ann_Lee), else `c-` and a digest of it."""
-    candidate = "_".join(name.split())
-    try:
-        return validate_id(candidate, kind="character id")
-    except InvalidIdError:
-        return "c-" + hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+    return id_or_digest("_".join(name.split()), kind="character id")
 
 
 def character_from(told: Speakers, system_texts: Iterable[str]) -> Character:

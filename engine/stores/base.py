@@ -58,6 +58,9 @@ class Query:
     exclude: frozenset[str] = frozenset()
     """Turn ids nothing of which may come back in this prompt (the turn a regenerate, edit or
     continue replaces): the diary skips their lines, core memory the facts only they stated."""
+    client_text: str = ""
+    """What the client itself sends the model besides the conversation (a frontend's card and lore):
+    the world book does not inject an entry it already holds."""
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ write lock, keeping any item that does not parse byte for byte.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import shutil
@@ -25,6 +26,8 @@ from engine.stores.diary.dayfile import day_file_name, load_day, prepare_for_app
 from engine.stores.diary.entry import DiaryEntry, format_entry
 from engine.stores.diary.render import RangeTurns
 from engine.stores.diary.userdiary import UserDiary, doc_of
+
+log = logging.getLogger(__name__)
 
 TERMS_PER_TURN = 2048
 """Most vocabulary terms embedded after one recorded turn (a new turn brings a few; an index made
@@ -112,10 +115,11 @@ class FilesDiary:
                 diary.reconcile_search(progress=False)
 
     def replace(self, user_id: str, turn_id: str, entry: DiaryEntry | None) -> int:
-        """Rewrite the turn's day file without it, or with `entry` in its place. Items of the file
-        that do not parse are kept byte for byte (nothing the user wrote is lost)."""
+        """Rewrite the turn's day file without it, or with `entry` in its place (the entry keeps the
+        turn's time, so it names the file). Items of the file that do not parse are kept byte for
+        byte (nothing the user wrote is lost)."""
         diary = self.user(user_id)
-        old = self.get_many(user_id, [turn_id]).get(turn_id)
+        old = entry if entry is not None else self.get_many(user_id, [turn_id]).get(turn_id)
         if old is None:
             return 0
         path = diary.dir / day_file_name(old.local_day(self.tz))
@@ -162,10 +166,7 @@ class FilesDiary:
         try:
             diary.terms.step(TERMS_PER_TURN)
         except EmbedderError as exc:
-            import logging
-
-            logging.getLogger(__name__).warning(
-                "diary: embedding new search terms failed (%s); retried with the next turn", exc)
+            log.warning("diary: embedding new search terms failed (%s); retried with the next turn", exc)
         diary.terms.make_contexts()  # here rather than in the next prompt's lookup
 
     def index_missing(self, user_id: str, *, progress: bool = False) -> int:

@@ -62,8 +62,8 @@ class PgDiary:
         return True
 
     def append_many(self, user_id: str, entries: Sequence[DiaryEntry], *, progress: bool = False) -> int:
-        fresh = [e for e in dict((e.id, e) for e in entries).values() if not self.contains(user_id, e.id)]
-        stored = [StoredTurn.from_entry(e) for e in fresh]
+        """One transaction; ids already stored are skipped by the insert itself (and counted out)."""
+        stored = [StoredTurn.from_entry(e) for e in dict((e.id, e) for e in entries).values()]
         added = self.turns.append_many(user_id, stored)
         if added:
             self.index_missing(user_id, progress=progress)

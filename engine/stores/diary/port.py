@@ -76,8 +76,8 @@ class DiaryBackend(Protocol):
         """Every entry with start <= time < end, chronological."""
 
     def replace(self, user_id: str, turn_id: str, entry: DiaryEntry | None) -> int:
-        """Put `entry` in the place of the turn's entry (None: forget it), search index included;
-        how many entries changed (0: no such turn)."""
+        """Put `entry` (the turn's id and time, other texts, tag or dates) in the place of the turn's
+        entry (None: forget it), search index included; how many entries changed (0: no such turn)."""
 
     def day_counts(self, user_id: str) -> list[tuple[date, int]]:
         """Every local day with turns, and how many, oldest first."""

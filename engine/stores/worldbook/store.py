@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.conversation import normalize
 from engine.adapters.embedder import Embedder, thresholds_for
 from engine.errors import EmbedderError
 from engine.adapters.jio import split_sentences
@@ -140,6 +141,10 @@ class WorldBookStore:
         if self.config.recursion_depth:
             self._recurse(snap, active, matched_secondary, budget)
         self._note_slow(snap, budget)
+        if query.client_text:
+            # The frontend sent these itself: not twice, and their room goes to the next entries.
+            sent = normalize(query.client_text)
+            active = {i: a for i, a in active.items() if normalize(snap.entry(i).content) not in sent}
         return self._ranked(snap, active)
 
     def record(self, turn: Turn) -> None:
