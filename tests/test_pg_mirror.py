@@ -19,6 +19,7 @@ from engine.search.files import FileTurnIndex
 from engine.backends.postgres.diary import PgDiaryTurns, StoredTurn
 from engine.backends.postgres.mirror import PgSearchMirror, turn_vectors
 from engine.backends.postgres.search import IndexedTurn, PgTurnSearch
+from engine.backends.postgres.terms import PgTermVectors
 from pg_server import pg, pg_db, pg_plain_server, pg_vector_server  # noqa: F401 - fixtures
 
 TZ = timezone(timedelta(hours=8))
@@ -49,9 +50,13 @@ def _stored(i: int, user: str, assistant: str) -> StoredTurn:
     return StoredTurn(id=f"m{i}", at=T0 + timedelta(minutes=3 * i), user=user, assistant=assistant)
 
 
-def _write(db, state, embedder, turns: list[StoredTurn], user: str = "u1") -> PgTurnSearch:
+def _write(db, state, embedder, turns: list[StoredTurn], user: str = "u1", *, words: bool = True) -> PgTurnSearch:
+    """What the diary's background job writes for new turns (`PgDiary._index`): rows, vectors,
+    and (unless `words` is False, as before schema v4) the vectors of their new words."""
     diary, search = PgDiaryTurns(db, "mirror"), PgTurnSearch(db, "mirror", state=state)
     diary.append_many(user, turns)
+    if words:
+        PgTermVectors(db, embedder).ensure(text for t in turns for text in (t.user, t.assistant))
     vecs = turn_vectors(lambda t: embedder.embed(t), [(t.user, t.assistant) for t in turns], dim=embedder.dim)
     search.add(user, [IndexedTurn(t.id, t.at, t.user, t.assistant, v[2], v[:2]) for t, v in zip(turns, vecs)])
     return search
@@ -113,20 +118,34 @@ def test_a_second_worker_sees_adds_edits_and_forgets(pg, tmp_path):
 
 def test_a_fresh_worker_ranks_as_a_warm_one(pg, tmp_path):
     """One ranking: the first search of a user on a worker with no copy catches its rows up and
-    ranks them with the files ranking; once its term vectors are in (`catch_up`), exactly as a warm
-    worker does (no other ranking meanwhile)."""
+    takes its words' vectors from the database (stored when the turns were written), so it ranks
+    exactly as a warm worker does, from that first search."""
     db, state, _ = pg
     embedder = Hashed()
     search = _write(db, state, embedder, [_stored(i, u, a) for i, (u, a) in enumerate(TURNS)], user="u3")
-    request = SearchRequest(text="火锅", vector=embedder.embed(["火锅"])[0], k=5)
     warm = PgSearchMirror(search, embedder, CharacterPaths(tmp_path / "warm" / "mirror"))
     warm.catch_up("u3")
     fresh = PgSearchMirror(search, embedder, CharacterPaths(tmp_path / "fresh" / "mirror"))
-    first = fresh.search("u3", request)
-    assert first and first[0].turn_id == "m2"
-    fresh.catch_up("u3")
-    first = fresh.search("u3", request)
-    assert [(h.turn_id, h.side, round(h.score, 6)) for h in first] == \
-        [(h.turn_id, h.side, round(h.score, 6)) for h in warm.search("u3", request)]
+    for q in QUERIES:
+        request = SearchRequest(text=q, vector=embedder.embed([q])[0], k=5)
+        assert [(h.turn_id, h.side, round(h.score, 6)) for h in fresh.search("u3", request)] == \
+            [(h.turn_id, h.side, round(h.score, 6)) for h in warm.search("u3", request)], q
     warm.close()
     fresh.close()
+
+
+def test_words_written_before_they_had_vectors_are_embedded_once_and_shared(pg, tmp_path):
+    """Turns written without their words' vectors (before schema v4): the first worker embeds them
+    in the background and stores them, and the next fresh worker ranks as warm from its first search."""
+    db, state, _ = pg
+    embedder = Hashed()
+    search = _write(db, state, embedder, [_stored(i, u, a) for i, (u, a) in enumerate(TURNS)], user="u4", words=False)
+    first = PgSearchMirror(search, embedder, CharacterPaths(tmp_path / "first" / "mirror"))
+    added = first.catch_up("u4")
+    assert added > 0 and PgTermVectors(db, embedder).ensure(u for u, _ in TURNS) == 0
+    later = PgSearchMirror(search, embedder, CharacterPaths(tmp_path / "later" / "mirror"))
+    request = SearchRequest(text="霸王龙", vector=embedder.embed(["霸王龙"])[0], k=5)
+    assert [(h.turn_id, round(h.score, 6)) for h in later.search("u4", request)] == \
+        [(h.turn_id, round(h.score, 6)) for h in first.search("u4", request)]
+    first.close()
+    later.close()

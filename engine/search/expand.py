@@ -100,8 +100,11 @@ class BackgroundTerms:
     vectors (`contexts.py`), a chunk per hold of the lock. Searches meanwhile expand over the terms
     done so far."""
 
-    def __init__(self, index, lock, name: str) -> None:
+    def __init__(self, index, lock, name: str, *, vectors=None) -> None:
         self.index, self.lock, self.name = index, lock, name
+        self.vectors = vectors or (lambda names: embed_terms(index.embedder, names))
+        """names -> (len(names), dim) vectors: embedded here, or read where another worker
+        stored them (Postgres, `backends/postgres/terms.py`)."""
         self._thread: threading.Thread | None = None
         self._stopped = False
 
@@ -115,7 +118,7 @@ class BackgroundTerms:
             names = names[:limit]
         if not names:
             return 0
-        vectors = embed_terms(self.index.embedder, names)
+        vectors = self.vectors(names)
         with self.lock:
             if self._stopped or not self.index.add_term_vectors(first, vectors):
                 return 0

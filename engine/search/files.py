@@ -205,13 +205,15 @@ class FileTurnIndex:
         self.terms.append(vectors)
         return True
 
-    def catch_up_terms(self, *, progress: Progress | None = None) -> int:
-        """Embed the vocabulary's terms that have no vector yet, and make the rare terms' context
-        vectors, now; returns how many terms were embedded."""
+    def catch_up_terms(self, *, progress: Progress | None = None, vectors=None) -> int:
+        """Embed the vocabulary's terms that have no vector yet (or take them from `vectors`:
+        names -> vectors, where another worker stored them), and make the rare terms' context
+        vectors, now; returns how many terms were added."""
+        vectors = vectors or (lambda names: embed_terms(self.embedder, names))
         first, names = self.terms_behind()
         for a in range(0, len(names), TERM_CHUNK):
             chunk = names[a : a + TERM_CHUNK]
-            self.add_term_vectors(first + a, embed_terms(self.embedder, chunk))
+            self.add_term_vectors(first + a, vectors(chunk))
             if progress is not None:
                 progress(len(chunk))
         self.contexts.refresh(self)

@@ -123,8 +123,10 @@ class PgDiary:
         return self.turns.count(user_id)
 
     def _index(self, user_id: str, turns: Sequence[StoredTurn], vectors: np.ndarray | None = None) -> int:
-        """Write the turns' search rows: whole-turn vector and per-half vectors (`turn_vectors`)."""
+        """Write the turns' search rows: whole-turn vector and per-half vectors (`turn_vectors`),
+        and the vectors of their words the database has none for yet (`terms.py`)."""
         vectors = self._vectors(turns) if vectors is None else vectors
+        self.mirror.words.ensure(text for t in turns for text in (t.user, t.assistant))
         return self.index.add(user_id, [IndexedTurn(t.id, t.at, t.user, t.assistant, v[2], v[:2])
                                         for t, v in zip(turns, vectors)])
 

@@ -230,8 +230,17 @@ def _v3(conn: psycopg.Connection, ctx: Context) -> None:
                  "ON CONFLICT (key) DO NOTHING")
 
 
+# v4: the diary's words' vectors (query expansion, `engine.search.expand`), shared by every worker:
+# written beside the turn that brings a new word, so a worker's fresh copy of a user's index
+# expands queries from its first search as a warm one does (it used to embed them in the
+# background, ranking without them meanwhile). float32, as the files backend adds them.
+def _v4(conn: psycopg.Connection, ctx: Context) -> None:
+    conn.execute("CREATE TABLE term_vectors (term text PRIMARY KEY, vec bytea NOT NULL)")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "owners, diary turns + search index, facts + history, window, journal + jobs", _v1),
     Migration(2, "core facts: forget revisions, revision turns, per-user version and pending turns", _v2),
     Migration(3, "turn search: per-half vectors (user line, assistant line)", _v3),
+    Migration(4, "term vectors for query expansion, shared by every worker", _v4),
 )

@@ -18,9 +18,11 @@ vectors (no embedding; only rows written without their per-half vectors are embe
 There is no other ranking to fall back on while a copy is built (the rows are caught up before a
 search ranks); a build that outlasts the prompt's time limit for the diary leaves that prompt
 without diary lines (named in its diagnostics) and goes on; `kioku db index` or `reindex` builds
-the copies ahead. The words' vectors for query expansion are the copy's own (the database holds
-turn vectors only): they are embedded in a background thread, and a word without its vector is not
-offered yet, so until then a fresh worker ranks without that expansion.
+the copies ahead. The words' vectors for query expansion come from the database too
+(`terms.py`: the worker that writes a turn stores its new words' vectors), taken before the search
+ranks, and the rare words' context vectors are made then, so a fresh worker ranks as a warm one
+does; only words the database has no vector for (turns written before schema v4) are embedded in
+a background thread, and are not offered until then.
 At most `max_users` copies stay open per worker (least recently used closed first; their files
 stay, so reopening one only catches up).
 """
@@ -43,6 +45,7 @@ from engine.search.claim import FolderClaim
 from engine.search.expand import BackgroundTerms
 from engine.search.files import FileTurnIndex
 from engine.backends.postgres.search import PgTurnSearch
+from engine.backends.postgres.terms import PgTermVectors
 
 log = logging.getLogger(__name__)
 
@@ -76,14 +79,13 @@ def turn_vectors(embed: Callable[[list[str]], np.ndarray], pairs: Sequence[tuple
 class _Copy:
     """One user's index in this worker."""
 
-    def __init__(self, folder: Path, embedder: Embedder) -> None:
+    def __init__(self, folder: Path, embedder: Embedder, words: PgTermVectors) -> None:
         self.lock = threading.Lock()
         # Another worker process on this host with the same data folder keeps its own copy.
         self.claim = FolderClaim(folder, owner_lock=folder.parent / f".lock-{folder.name}")
         self.index = FileTurnIndex(self.claim.path, embedder)
-        self.terms = BackgroundTerms(self.index, self.lock, folder.parent.name)
-        """Term vectors (query expansion) are the copy's own, like its BM25 (the database holds
-        turn vectors only): the words of turns any worker wrote are embedded here, off the search."""
+        self.terms = BackgroundTerms(self.index, self.lock, folder.parent.name, vectors=words.vectors)
+        """Words the database has no vector for yet are embedded (and stored) here, off the search."""
 
     def close(self) -> None:
         self.terms.stop()
@@ -99,6 +101,7 @@ class PgSearchMirror:
     def __init__(self, search: PgTurnSearch, embedder: Embedder, paths: CharacterPaths, *, max_users: int = 32) -> None:
         self.pg = search
         self.embedder = embedder
+        self.words = PgTermVectors(search.db, embedder)
         self.paths = paths
         self.max_users = max_users
         self._open: OrderedDict[str, _Copy] = OrderedDict()
@@ -110,6 +113,8 @@ class PgSearchMirror:
         copy = self._copy(user_id)
         with copy.lock:
             self._catch_up(copy.index, user_id)
+            if self.words.fill(copy.index.terms_behind, copy.index.add_term_vectors):
+                copy.index.contexts.refresh(copy.index)  # no embedding: derived from the vectors
             copy.terms.start()
             return copy.index.search(request)
 
@@ -120,7 +125,7 @@ class PgSearchMirror:
         copy.terms.wait()  # else both would embed the same terms
         with copy.lock:
             self._catch_up(copy.index, user_id)
-            done = copy.index.catch_up_terms()
+            done = copy.index.catch_up_terms(vectors=self.words.vectors)
             copy.index.save(force=True)
             return done
 
@@ -143,7 +148,7 @@ class PgSearchMirror:
         with self._lock:
             copy = self._open.pop(user_id, None)
             if copy is None:
-                copy = _Copy(self.paths.user(user_id).cache / "pg-search", self.embedder)
+                copy = _Copy(self.paths.user(user_id).cache / "pg-search", self.embedder, self.words)
             self._open[user_id] = copy
             while len(self._open) > self.max_users:
                 evicted.append(self._open.popitem(last=False)[1])
