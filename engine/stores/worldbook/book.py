@@ -83,6 +83,8 @@ class FileState:
     """Entries or vectors changed since they were last indexed."""
     constants: tuple[int, ...] = ()
     """Global indices of its enabled constant entries."""
+    ruled: tuple[int, ...] = ()
+    """Global indices of its enabled entries with a per-prompt rule (`Entry.rules`)."""
     key_rows: int = 0
     """Semantic rows of its keys in the index (content openings not counted)."""
 
@@ -256,6 +258,7 @@ class Book:
             count=alive,
             key_rows=sum(s.key_rows for s in states),
             constants=tuple(i for s in states for i in s.constants),
+            ruled=tuple(i for s in states for i in s.ruled),
         )
         self.reloads += 1
 
@@ -281,6 +284,7 @@ class Book:
         state.indices = np.asarray(indices, dtype=np.int64)
         state.stale = False
         state.constants = tuple(g for g, e in zip(indices, state.entries) if e.constant and e.enabled)
+        state.ruled = tuple(g for g, e in zip(indices, state.entries) if e.rules and e.enabled)
         state.key_rows = _key_rows(state, self.content) if with_rows else 0
         if with_rows and fresh:
             rows.append(_file_rows(state, fresh, self.content))

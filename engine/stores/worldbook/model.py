@@ -8,8 +8,8 @@ entry came from.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from regex import Pattern
 
@@ -86,6 +86,40 @@ class Entry:
     threshold: float | None = None
     """Similarity needed for a semantic hit; None uses the configured / embedder default."""
     comment: str | None = None
+    probability: int = 100
+    """Percent chance the entry is used when it fires (SillyTavern's `probability`)."""
+    group: tuple[str, ...] = ()
+    """Inclusion groups: of the entries of one group that fire, one is used (`rules.py`)."""
+    group_weight: int = 100
+    group_override: bool = False
+    """Wins its groups by `order` instead of the weighted draw."""
+    prevent_recursion: bool = False
+    """Its content does not fire other entries (recursion)."""
+    exclude_recursion: bool = False
+    """Not fired by other entries' content."""
+    delay_until_recursion: bool = False
+    """Fired only by other entries' content."""
+    scan_depth: int | None = None
+    """How many of the latest messages its keys are looked for in; None: `world_book.scan_messages`."""
+    sticky: int = 0
+    """Stays on for this many messages of the chat after it fired."""
+    cooldown: int = 0
+    """Cannot fire again for this many messages after it was on."""
+    delay: int = 0
+    """Cannot fire before the chat has this many messages."""
+    extra: dict[str, Any] = field(default_factory=dict, hash=False)
+    """Another program's fields kioku has no use for (an imported lorebook's), kept verbatim and
+    written back on export."""
+
+    @property
+    def rules(self) -> bool:
+        """Whether a per-prompt rule beyond matching applies (`rules.py`)."""
+        return (self.probability < 100 or bool(self.group) or self.prevent_recursion or self.exclude_recursion
+                or self.delay_until_recursion or self.scan_depth is not None or self.timed)
+
+    @property
+    def timed(self) -> bool:
+        return bool(self.sticky or self.cooldown or self.delay)
 
     @property
     def semantic_keys(self) -> tuple[str, ...]:

@@ -49,6 +49,26 @@ class ExtendedEntry(BaseModel):
     semantic: bool = True
     threshold: float | None = Field(default=None, ge=-1.0, le=1.0)
     comment: str | None = None
+    probability: int = Field(default=100, ge=0, le=100)
+    group: list[str] = []
+    group_weight: int = Field(default=100, ge=1)
+    group_override: bool = False
+    prevent_recursion: bool = False
+    exclude_recursion: bool = False
+    delay_until_recursion: bool = False
+    scan_depth: int | None = Field(default=None, ge=0, le=1000)
+    sticky: int = Field(default=0, ge=0)
+    cooldown: int = Field(default=0, ge=0)
+    delay: int = Field(default=0, ge=0)
+    extra: dict[str, Any] = {}
+
+    @field_validator("group", mode="before")
+    @classmethod
+    def _groups(cls, value: Any) -> Any:
+        # SillyTavern writes several groups as one comma-separated string.
+        if isinstance(value, str):
+            return [g.strip() for g in value.split(",") if g.strip()]
+        return value
 
     @field_validator("keys", "secondary_keys", mode="before")
     @classmethod
@@ -281,8 +301,9 @@ class _FileParser:
                 keys=keys,
                 content=spec.content.strip(),
                 secondary_keys=secondary,
+                group=tuple(spec.group),
                 # logic, constant, enabled, order, ...: the switches are the same fields on both
-                **spec.model_dump(exclude={"keys", "secondary_keys", "content"}),
+                **spec.model_dump(exclude={"keys", "secondary_keys", "content", "group"}),
             )
         )
 

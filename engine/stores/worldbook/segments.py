@@ -106,6 +106,9 @@ class Snapshot:
     key_rows: int = 0
     """Live semantic rows that embed a key (not a content opening)."""
     constants: tuple[int, ...] = ()
+    ruled: tuple[int, ...] = ()
+    """Live entries with a per-prompt rule (`Entry.rules`): probability, groups, recursion flags,
+    scan depth, sticky / cooldown / delay."""
 
     def entry(self, i: int) -> Entry:
         return self.table.entries[i]

@@ -29,6 +29,7 @@ from engine.stores.base import Hit, Message, Query, Turn
 from engine.stores.worldbook.book import Book, Snapshot
 from engine.stores.worldbook.matcher import RegexBudget, secondary_ok
 from engine.stores.worldbook.model import BookError, Entry
+from engine.stores.worldbook.rules import Timing, by_chance, by_group, matched_at, timing
 from engine.stores.worldbook.limits import Limits
 from engine.stores.worldbook.semantic import BACKGROUND, CALIBRATED, Calibration, agreement, baselines
 from engine.stores.worldbook.vectors import KeyVectors
@@ -133,13 +134,15 @@ class WorldBookStore:
         for i in snap.constants:
             active[i] = _Active(i, "constant", 1.0, "constant entry", {})
         matched_secondary: dict[int, set[str]] = {}
-        messages = self._messages(query)
+        messages = self._messages(query, self._deepest(snap))
         budget = RegexBudget(self.config.regex_timeout_ms / 1000, self.config.regex_budget_ms / 1000)
         self._keywords(snap, messages, active, matched_secondary, budget)
         if self.config.semantic:
             self._semantic(snap, query, active)
         if self.config.recursion_depth:
             self._recurse(snap, active, matched_secondary, budget)
+        if snap.ruled:
+            self._rules(snap, query, active, budget)
         self._note_slow(snap, budget)
         if query.client_text:
             # The frontend sent these itself: not twice, and their room goes to the next entries.
@@ -202,16 +205,21 @@ class WorldBookStore:
         )
 
     # -- matching --------------------------------------------------------------------------
-    def _messages(self, query: Query) -> list[tuple[str, str]]:
-        """(label, text) of the scanned messages, newest first: the current one is message 0."""
+    def _messages(self, query: Query, deepest: int) -> list[tuple[str, str]]:
+        """(label, text) of the scanned messages, newest first: the current one is message 0; as
+        many as the deepest scan asks (`scan_messages`, or an entry's own `scan_depth`)."""
         out = [("message 0 (current)", query.message)]
         paused = query.since_last is not None and query.since_last > timedelta(minutes=self.config.scan_pause_minutes)
-        earlier = list(query.recent)[-(self.config.scan_messages - 1) :] if self.config.scan_messages > 1 and not paused else []
+        earlier = list(query.recent)[-(deepest - 1) :] if deepest > 1 and not paused else []
         for n, msg in enumerate(reversed(earlier), 1):
             text = _text_of(msg.get("content"))
             if text:
                 out.append((f"message {n} ({msg.get('role', '?')})", text))
         return out
+
+    def _deepest(self, snap: Snapshot) -> int:
+        depths = [d for i in snap.ruled if (d := snap.entry(i).scan_depth) is not None]
+        return max([self.config.scan_messages, *depths])
 
     def _keywords(
         self,
@@ -223,10 +231,16 @@ class WorldBookStore:
         *,
         depth: int = 0,
     ) -> list[int]:
-        """Activate entries whose primary key is in `texts` and whose secondary logic holds."""
+        """Activate entries whose primary key is in `texts` and whose secondary logic holds; in the
+        first pass (`depth` 0, `texts` the messages newest first) within each entry's scan depth."""
         first: dict[int, tuple[str, str]] = {}
-        for label, text in texts:
+        for n, (label, text) in enumerate(texts):
             for m in snap.scan(text, budget):
+                entry = snap.entry(m.entry)
+                if depth == 0 and (n >= self._scan_depth(entry) or entry.delay_until_recursion):
+                    continue
+                if depth and entry.exclude_recursion:
+                    continue
                 if m.secondary:
                     matched_secondary.setdefault(m.entry, set()).add(m.key)
                 elif m.entry not in active and m.entry not in first:
@@ -240,6 +254,9 @@ class WorldBookStore:
             active[i] = _Active(i, kind, 1.0, reason, {"key": key, "where": label})
             new.append(i)
         return new
+
+    def _scan_depth(self, entry: Entry) -> int:
+        return self.config.scan_messages if entry.scan_depth is None else entry.scan_depth
 
     def _semantic(self, snap: Snapshot, query: Query, active: dict[int, _Active]) -> None:
         texts, vectors = query.pieces.get(self.name, ((), None))
@@ -257,7 +274,7 @@ class WorldBookStore:
         best: dict[int, tuple[float, float, int, str, bool, str]] = {}
         for p, rows in enumerate(found):
             for score, i, text, is_content in rows:
-                if i in active:
+                if i in active or snap.entry(i).delay_until_recursion:
                     continue
                 value, why = self._decide(snap.entry(i), query.message, score, float(base[p]))
                 if why is not None and (i not in best or value > best[i][0]):
@@ -299,10 +316,54 @@ class WorldBookStore:
     ) -> None:
         frontier = list(active)
         for depth in range(1, self.config.recursion_depth + 1):
-            texts = [(f"entry {snap.entry(i).uid}", snap.entry(i).content) for i in frontier]
+            texts = [(f"entry {snap.entry(i).uid}", snap.entry(i).content) for i in frontier
+                     if not snap.entry(i).prevent_recursion]
             frontier = self._keywords(snap, texts, active, matched_secondary, budget, depth=depth)
             if not frontier:
                 return
+
+    def _rules(self, snap: Snapshot, query: Query, active: dict[int, _Active], budget: RegexBudget) -> None:
+        """Timed effects, then chance, then inclusion groups (`rules.py`), on the entries that have them."""
+        timed = [i for i in snap.ruled if snap.entry(i).timed]
+        sticky: set[int] = set()
+        if timed:
+            for i, t in self._timings(snap, query, timed, budget).items():
+                if t.state == "sticky":
+                    sticky.add(i)
+                    active.setdefault(i, _Active(i, "keyword", 1.0, t.reason, {"timed": t.state}))
+                elif t.state != "free":
+                    active.pop(i, None)
+        seed = f"{query.user_id}\0{len(query.recent)}\0{query.message}"
+        ruled = {i: snap.entry(i) for i in snap.ruled if i in active}
+        lost = by_chance({i: e for i, e in ruled.items() if i not in sticky}, seed)
+        lost |= by_group({i: e for i, e in ruled.items() if i not in lost}, seed, keep=sticky)
+        for i in lost:
+            active.pop(i, None)
+
+    def _timings(self, snap: Snapshot, query: Query, timed: list[int], budget: RegexBudget) -> dict[int, Timing]:
+        """Each timed entry's state now, worked out from the window's messages (`rules.timing`)."""
+        texts = [_text_of(m.get("content")) for m in query.recent]
+        wanted = set(timed)
+        scans: list[tuple[set[int], dict[int, set[str]]]] = []
+        for text in texts:
+            primary: set[int] = set()
+            secondary: dict[int, set[str]] = {}
+            for m in snap.scan(text, budget) if text else ():
+                if m.entry in wanted:
+                    if m.secondary:
+                        secondary.setdefault(m.entry, set()).add(m.key)
+                    else:
+                        primary.add(m.entry)
+            scans.append((primary, secondary))
+        users = [n for n, m in enumerate(query.recent) if m.get("role") == "user"]
+        ok = lambda i, found: secondary_ok(snap.entry(i), found)  # noqa: E731
+        out: dict[int, Timing] = {}
+        for i in timed:
+            entry = snap.entry(i)
+            depth = self._scan_depth(entry)
+            moments = [(n + 1, matched_at(i, scans, n, depth, ok)) for n in users]
+            out[i] = timing(entry, moments, len(query.recent) + 1)
+        return out
 
     def _note_slow(self, snap: Snapshot, budget: RegexBudget) -> None:
         """Remember regex keys that ran out of time, for `problems()` (and the log, once per key)."""
