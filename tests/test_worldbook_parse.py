@@ -109,7 +109,7 @@ MALFORMED = [
     ("bad-logic", b"- keys: [a]\n  secondary_keys: [b]\n  logic: and_some\n  content: c\n", 3, "'logic'"),
     ("bad-regex-flag", b"- keys: ['/a/q']\n  content: c\n", 1, "unknown regex flag 'q'"),
     ("scalar-top-level", b"just text\n", 1, "top level must be a mapping"),
-    ("entries-plus-junk", b"entries:\n  - keys: [a]\n    content: b\nextra: 1\n", 4, "unknown top-level key"),
+    ("entries-plus-junk", b"entries:\n  - keys: [a]\n    content: b\nother: 1\n", 4, "unknown top-level key"),
 ]
 
 

@@ -250,10 +250,15 @@ class _FileParser:
         for key_node, value_node in node.value:
             if key_node.value == "entries":
                 entries_node = value_node
+            elif key_node.value == "extra":
+                # An imported lorebook's own fields (name, scan settings), kept for export.
+                if not isinstance(data["extra"], dict):
+                    self.error(_line(value_node), f"`extra` must be a mapping, got {_kind(data['extra'])}")
             else:
                 self.error(
                     _line(key_node),
-                    f"unknown top-level key {key_node.value!r}: a file with `entries:` holds only that list",
+                    f"unknown top-level key {key_node.value!r}: a file with `entries:` holds that list "
+                    "and, optionally, `extra:`",
                 )
         self.extended(data["entries"], entries_node)
 
@@ -285,7 +290,7 @@ class _FileParser:
             return
         keys = self._keys(spec.keys, fields.get("keys"), start)
         secondary = self._keys(spec.secondary_keys, fields.get("secondary_keys"), start)
-        if not spec.keys and not spec.constant:
+        if not spec.keys and not spec.constant and spec.enabled:  # a switched-off entry may wait for its keys
             self.error(start, f"entry {n} has no keys: add `keys:` or set `constant: true`")
         if not spec.content.strip():
             self.error(_line(fields["content"][1]), f"entry {n} has empty `content`")

@@ -1,0 +1,1 @@
+"""Other programs' file formats, read and written without touching kioku's stores."""
