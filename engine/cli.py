@@ -203,10 +203,15 @@ def cmd_import(args: argparse.Namespace) -> int:
     from engine.importers.moechat import import_moechat
     from engine.importers.report import format_report
 
-    if args.source in ("card", "lorebook"):
+    if args.source in ("card", "lorebook", "sillytavern-chat"):
         from engine.importers import sillytavern
 
-        if args.source == "card":
+        if args.source == "sillytavern-chat":
+            if not args.char:
+                raise SystemExit("kioku import sillytavern-chat needs --char: the character the chat was with")
+            done = sillytavern.import_sillytavern_chat(args.root, _config(args), character_id=args.char, user_id=args.user,
+                                                       tz=args.tz, progress=not args.no_progress and sys.stderr.isatty())
+        elif args.source == "card":
             done = sillytavern.import_card(args.root, _config(args), character_id=args.char, overwrite=args.overwrite)
         else:
             if not args.char:
@@ -352,16 +357,16 @@ def _add_import_command(sub) -> None:
                   help="import a MoeChat data folder, or a SillyTavern character card or lorebook",
                   example="kioku import moechat ~/MoeChat --user me --tz Asia/Shanghai\n"
                           "  kioku import card Seraphina.png\n  kioku import lorebook Eldoria.json --char Seraphina")
-    p.add_argument("source", choices=["moechat", "card", "lorebook"],
+    p.add_argument("source", choices=["moechat", "card", "lorebook", "sillytavern-chat"],
                    help="moechat: a MoeChat folder; card: a SillyTavern card (PNG, JSON, CHARX); "
-                        "lorebook: SillyTavern World Info or lorebook_v3 JSON")
+                        "lorebook: SillyTavern World Info or lorebook_v3 JSON; sillytavern-chat: a chat log (JSONL)")
     p.add_argument("root", type=Path, help="MoeChat's folder holding config.yaml and data/; or the card / lorebook file")
     p.add_argument("--char", default=None, help="kioku character id (moechat: default MoeChat's Agent.char; card: "
                    "default the card's name; lorebook: the character whose world book it joins)")
     p.add_argument("--name", default=None, help="lorebook: the world-book file name (default: the file's)")
     p.add_argument("--overwrite", action="store_true", help="card / lorebook: replace what exists")
     p.add_argument("--agent", default=None, help="folder under data/agents/ to import (default: --char, else Agent.char)")
-    p.add_argument("--tz", default=None, help="zone MoeChat's machine ran in (default: the config's timezone)")
+    p.add_argument("--tz", default=None, help="zone MoeChat's / SillyTavern's machine ran in (default: the config's timezone)")
     p.add_argument("--keep-thresholds", action="store_true",
                    help="copy MoeChat's similarity thresholds (tuned for its own embedding model)")
     p.add_argument("--overwrite-lore", action="store_true", help="replace world-book files that differ")
