@@ -148,6 +148,11 @@ class TestBoundedCost:
 
 
 def test_sentence_transformers_leaves_the_environment_alone():
+    # torch sets KMP_INIT_AT_FORK and TORCHINDUCTOR_CACHE_DIR when it is first imported, which in
+    # a shared test worker may or may not have happened already: that is torch's, not kioku's.
+    import sentence_transformers  # noqa: F401
+    import torch  # noqa: F401
+
     before = dict(os.environ)
     SentenceTransformerEmbedder()
     assert dict(os.environ) == before
