@@ -207,15 +207,19 @@ def cmd_import(args: argparse.Namespace) -> int:
         from engine.importers import sillytavern
 
         if args.source == "sillytavern-chat":
+            from engine.importers.sillytavern_chat import import_sillytavern_chat
+
             if not args.char:
-                raise SystemExit("kioku import sillytavern-chat needs --char: the character the chat was with")
-            done = sillytavern.import_sillytavern_chat(args.root, _config(args), character_id=args.char, user_id=args.user,
-                                                       tz=args.tz, progress=not args.no_progress and sys.stderr.isatty())
-        elif args.source == "card":
+                _usage(args, "import sillytavern-chat needs --char: the character the chat was with")
+            report = import_sillytavern_chat(args.root, user_id=args.user, character=args.char, tz=args.tz,
+                                             config=_config(args), progress=not args.no_progress and sys.stderr.isatty())
+            print(format_report(report))
+            return 0
+        if args.source == "card":
             done = sillytavern.import_card(args.root, _config(args), character_id=args.char, overwrite=args.overwrite)
         else:
             if not args.char:
-                raise SystemExit("kioku import lorebook needs --char: the character whose world book it joins")
+                _usage(args, "import lorebook needs --char: the character whose world book it joins")
             done = sillytavern.import_lorebook(args.root, _config(args), character_id=args.char, name=args.name,
                                                overwrite=args.overwrite)
         print(done)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ from engine.fileio import atomic_write_bytes, atomic_write_text, dump_yaml, load
 from engine.formats.sillytavern.cards import (
     MAX_FILE_BYTES, Card, card_charx, card_from, card_json, card_png, read_card,
 )
-from engine.formats.sillytavern.problems import FormatError
+from engine.formats.sillytavern.errors import FormatError
 from engine.formats.sillytavern.worldinfo import Lorebook, lorebook_json, read_lorebook
 from engine.paths import CharacterPaths, character_paths, validate_id
 from engine.stores.worldbook.parse import parse_text
@@ -203,96 +202,3 @@ def _id_for(name: str) -> str:
 
 def _dump(doc: Any) -> bytes:
     return (json.dumps(doc, ensure_ascii=False, indent=4) + "\n").encode("utf-8")
-
-
-# -- chat logs ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ChatImport:
-    character_id: str
-    user_id: str
-    chat_id: str
-    messages: int
-    turns: int
-    """Turns recorded now."""
-    present: int
-    """Turns already in the diary (an earlier import): not recorded again."""
-    system: int
-    """System and narrator lines: kept out of the user's turns."""
-    first: datetime | None
-    last: datetime | None
-
-    def __str__(self) -> str:
-        span = f", {self.first:%Y-%m-%d} .. {self.last:%Y-%m-%d}" if self.first and self.last else ""
-        return (f"{self.character_id} / {self.user_id} / chat {self.chat_id}: {self.messages} messages{span}; "
-                f"{self.turns} turns recorded, {self.present} already there, {self.system} system lines left out")
-
-
-def import_sillytavern_chat(path: Path, config: EngineConfig, *, character_id: str, user_id: str,
-                            tz: str | None = None, progress: bool = False) -> ChatImport:
-    """Every exchange of a SillyTavern chat log recorded as it happened (`record_turn(at=...)`):
-    diary with its write-time dates, facts, the chat's window. Turn ids come from time and text, so
-    a second import records nothing again. The whole file is read and checked first."""
-    from engine.factory import make_timezone
-    from engine.formats.sillytavern.chatlog import read_chat
-    from engine.orchestrator import MemoryOrchestrator
-    from engine.paths import id_or_digest
-    from engine.stores.diary.entry import entry_id_for
-
-    _existing(config, character_id)
-    validate_id(user_id, kind="user id")
-    zone = make_timezone(tz or config.timezone)
-    log = read_chat(read_bytes_capped(Path(path), max_bytes=256 * 1024 * 1024), file=str(path), tz=zone)
-    turns = _turns(log.messages)
-    chat_id = id_or_digest(Path(path).stem.replace(" ", "_")[:64], kind="chat id")
-    orch = MemoryOrchestrator.from_config(character_id, config=config)
-    recorded = present = 0
-    try:
-        diary = next((s for s in orch.stores if s.name == "diary"), None)
-        for user, assistant, at in _bar(turns, progress):
-            turn_id = entry_id_for(at, user, assistant)
-            if diary is not None and diary.has_entry(user_id, turn_id):
-                present += 1
-                continue
-            orch.record_turn(user, assistant, user_id=user_id, chat_id=chat_id, at=at, turn_id=turn_id)
-            recorded += 1
-        orch.flush()
-    finally:
-        orch.close()
-    ats = [m.at for m in log.messages]
-    return ChatImport(character_id, user_id, chat_id, len(log.messages), recorded, present,
-                      sum(m.role == "system" for m in log.messages), min(ats, default=None), max(ats, default=None))
-
-
-def _turns(messages) -> list[tuple[str, str, datetime]]:
-    """(user, assistant, time of the user's line) per exchange: the user's lines up to the
-    character's reply, then the reply (several character lines in a row are one reply); a greeting
-    before any user line is a turn with no user words."""
-    out: list[tuple[str, str, datetime]] = []
-    user: list[str] = []
-    reply: list[str] = []
-    at: datetime | None = None
-    for m in messages:
-        if m.role == "system":
-            continue
-        if m.role == "user":
-            if reply:
-                out.append(("\n".join(user), "\n".join(reply), at or m.at))
-                user, reply, at = [], [], None
-            user.append(m.text)
-            at = at or m.at
-        else:
-            reply.append(m.text)
-            at = at or m.at
-    if user or reply:
-        out.append(("\n".join(user), "\n".join(reply), at))
-    return [t for t in out if t[0].strip() or t[1].strip()]
-
-
-def _bar(items, progress: bool):
-    if not progress:
-        return items
-    from tqdm import tqdm
-
-    return tqdm(items, desc="recording turns", unit="turn")

@@ -19,7 +19,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.formats.sillytavern.problems import FormatError
+from engine.formats.sillytavern.errors import FormatError
 from engine.formats.sillytavern.worldinfo import Lorebook, lorebook_from
 
 MAX_FILE_BYTES = 32 * 1024 * 1024

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engine.formats.sillytavern.problems import FormatError
+from engine.formats.sillytavern.errors import FormatError
 
 MAX_ENTRIES = 20_000
 MAX_BYTES = 32 * 1024 * 1024
