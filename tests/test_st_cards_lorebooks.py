@@ -158,7 +158,7 @@ def test_a_card_comes_in_as_a_character_and_goes_out_unchanged(tmp_path, name, m
     assert (back.book.entries if back.book else None) == (original.book.entries if original.book else None)
     if fmt == "png":  # a V3 card also in ccv3, as SillyTavern writes it; every card in chara
         want = {"chara", "ccv3"} if original.spec == "chara_card_v3" else {"chara"}
-        assert set(png_text_chunks(out.read_bytes(), file="out")) == want
+        assert set(png_text_chunks(out.read_bytes(), file="out")) & {"chara", "ccv3"} == want
 
 
 def test_a_png_card_with_both_chunks_is_read_from_ccv3():
