@@ -116,3 +116,23 @@ def test_lore_the_client_already_sent_is_not_injected_twice(tmp_path, embedder, 
             assert r.status_code == 200, r.text
             sent = "\n".join(m["content"] for m in upstream.requests[-1]["messages"] if m["role"] == "system")
     assert sent.count(lore) == 1
+
+
+@pytest.mark.parametrize("texts, field, want", [
+    # SillyTavern's story string: each card field in its own shape, the rest is the setting.
+    (["墨白是书铺老板。", "[墨白's personality: 话不多，记性好]", "[Start a new Chat]"],
+     "personality", "话不多，记性好"),
+    (["墨白是书铺老板。", "[墨白's personality: 话不多]", "[Start a new Chat]"], "settings", "墨白是书铺老板。"),
+    (["Ann keeps the lighthouse.", "[Circumstances and context of the dialogue: a storm night]"],
+     "settings", "Ann keeps the lighthouse.\n\na storm night"),
+    (["Ann keeps the lighthouse.", "[Ann's personality: warm, chatty]"], "language", "en"),
+    (["墨白是书铺老板。"], "language", None),
+])
+def test_a_created_character_takes_each_card_line_to_its_field(texts, field, want):
+    from engine.service.speakers import CARD_LINES, Speakers, character_from
+
+    assert all(c.pattern.match(c.example) for c in CARD_LINES)
+    made = character_from(Speakers("墨白" if "墨白" in texts[0] else "Ann", "林舟", "headers"), texts)
+    got = made.config.get("language") if field == "language" else getattr(made, field)
+    assert got == want
+    assert made.user_name == "林舟"

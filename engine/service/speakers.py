@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from engine.character import Character
+from engine.stores.worldbook.matcher import is_cjk
 from engine.paths import id_or_digest
 
 USER_NAME_HEADER = "X-Kioku-User-Name"
@@ -79,12 +80,42 @@ def character_id_for(name: str) -> str:
     return id_or_digest("_".join(name.split()), kind="character id")
 
 
+@dataclass(frozen=True)
+class CardLine:
+    field: str
+    """The `Character` field the line's text goes to."""
+    pattern: re.Pattern[str]
+    """Group `text`."""
+    example: str
+
+
+CARD_LINES: tuple[CardLine, ...] = (
+    # SillyTavern's default story string wraps the card's personality and scenario in these.
+    CardLine("personality", re.compile(r"\A\[[^\n\]]{1,64}'s personality: (?P<text>.+)\]\Z", re.DOTALL),
+             "[小雪's personality: 活泼、细心、有点爱操心]"),
+    CardLine("settings", re.compile(r"\A\[Circumstances and context of the dialogue: (?P<text>.+)\]\Z", re.DOTALL),
+             "[Circumstances and context of the dialogue: 放学后的画室]"),
+)
+
+
 def character_from(told: Speakers, system_texts: Iterable[str]) -> Character:
-    """A character made from what a frontend sends: its name, the user's name, and the card text
-    (its system messages but the prompt shape that named them and one-line markers) as the setting."""
-    card = [t.strip() for t in system_texts
-            if t.strip() and not _MARKER.match(t.strip()) and not any(s.pattern.search(t.strip()) for s in SHAPES)]
-    fields: dict[str, object] = {"name": told.character or "character", "settings": "\n\n".join(card)}
+    """A character made from what a frontend sends: its name, the user's name, and the card text:
+    lines of a known card shape (`CARD_LINES`) to their field, the rest (but the prompt shape that
+    named them and one-line markers) as the setting. A card with no Chinese or Japanese in it
+    makes an English character (kioku's own prompt text follows `language`)."""
+    fields: dict[str, list[str]] = {"settings": [], "personality": []}
+    for text in (t.strip() for t in system_texts):
+        if not text or any(s.pattern.search(text) for s in SHAPES):
+            continue
+        line = next(((c.field, m) for c in CARD_LINES if (m := c.pattern.match(text))), None)
+        if line is not None:
+            fields[line[0]].append(line[1].group("text").strip())
+        elif not _MARKER.match(text):
+            fields["settings"].append(text)
+    made: dict[str, object] = {"name": told.character or "character",
+                               **{k: "\n\n".join(v) for k, v in fields.items() if v}}
+    if not any(is_cjk(ch) for ch in "".join(str(v) for v in made.values())):
+        made["config"] = {"language": "en"}  # the card's script, not the user's name, decides
     if told.user:
-        fields["user_name"] = told.user
-    return Character(**fields)
+        made["user_name"] = told.user
+    return Character(**made)
