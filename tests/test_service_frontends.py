@@ -2,7 +2,8 @@
 127.0.0.1 with `engine.testing.fake_openai` as the upstream LLM.
 
 The fixtures in `tests/fixtures/frontends/` are modelled on the shared Open WebUI 0.12.4 recording
-and on the default prompts of SillyTavern, LibreChat, LobeChat and NextChat: one request a line,
+and on the default prompts of LibreChat, LobeChat and NextChat (SillyTavern's are real sessions now,
+replayed by test_replay_recordings.py): one request a line,
 with `{{reply:N}}` where the frontend would hold the reply it got to request N, and `{{token}}` for
 the account's key. After every conversation turn the replay waits until the turn is in the user's
 diary (the memory API says so), so a later request of another account would see it if it leaked.
@@ -207,7 +208,7 @@ class TestOpenWebUI:
 
 @pytest.mark.timeout(300)
 class TestOtherFrontends:
-    @pytest.mark.parametrize("fixture", ["sillytavern", "title-requests"])
+    @pytest.mark.parametrize("fixture", ["title-requests"])  # SillyTavern: its real sessions, test_replay_recordings.py
     def test_replay(self, tmp_path, upstream, fixture):
         server = serve(tmp_path, upstream, {}, {"KIOKU_API_TOKEN": "shared-token"})
         lines = load(fixture)
