@@ -136,6 +136,12 @@ def cmd_chat(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from engine.admin import check_world_book_folder
 
+    if args.folder.is_file():  # a SillyTavern card or lorebook, checked as `kioku import` would read it
+        from engine.importers.sillytavern import check_file
+
+        found = check_file(args.folder)
+        print("\n".join(found) if found else f"{args.folder}: ok")
+        return 1 if found else 0
     problems = check_world_book_folder(args.folder)
     if problems:
         print(problems)
@@ -325,8 +331,9 @@ def _add_conversation_commands(sub) -> None:
 
 def _add_upkeep_commands(sub) -> None:
     """check, reindex, status, facts, config: looking after the files, indexes and config."""
-    p = _register(sub, "check", cmd_check, help="validate a world-book folder; exits 1 and names file:line on errors",
-                  example="kioku check data/agents/xiaoyue/data_base")
+    p = _register(sub, "check", cmd_check, help="validate a world-book folder, or a SillyTavern card or lorebook "
+                  "file; exits 1 and names file:line (or entry) on errors",
+                  example="kioku check data/agents/xiaoyue/data_base\n  kioku check Eldoria.json")
     p.add_argument("folder", type=Path)
 
     p = _register(sub, "reindex", cmd_reindex, help="delete a character's .cache and rebuild every derived index",

@@ -213,3 +213,18 @@ def test_a_good_png_text_chunk_alone_is_not_enough_without_iend(tmp_path):
     png = b"\x89PNG\r\n\x1a\n" + _IHDR + _GOOD_TEXT
     with pytest.raises(Exception, match="truncated"):
         read_card(png, file="x.png")
+
+
+@pytest.mark.parametrize("name, body, code, says", [
+    ("good.json", (FIXTURES / "eldoria-worldinfo.json").read_bytes(), 0, "good.json: ok"),
+    ("card.json", (FIXTURES / "xiaoyue-v2.json").read_bytes(), 0, "card.json: ok"),
+    ("slow.json", json.dumps({"entries": {"0": {"key": ["ok"], "content": "a"}, "1": {"key": ["/(a+)+$/"], "content": "b"}}}).encode(),
+     1, "slow.json: entry 2 (uid 1)"),
+    ("flags.json", json.dumps({"entries": {"0": {"key": ["/x/y"], "content": "a"}}}).encode(), 1, "flags.json (as a world-book file)"),
+    ("cut.png", _v3_png()[:200], 1, "cut.png: chunk"),
+])
+def test_kioku_check_names_the_file_and_entry_of_a_sillytavern_file(tmp_path, capsys, name, body, code, says):
+    src = tmp_path / name
+    src.write_bytes(body)
+    assert main(["check", str(src)]) == code
+    assert says in capsys.readouterr().out

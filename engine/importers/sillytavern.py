@@ -146,6 +146,30 @@ def export_card(config: EngineConfig, *, character_id: str, fmt: str = "png") ->
     return card_png(doc, image.read_bytes() if image.is_file() else None)
 
 
+def check_file(path: Path) -> list[str]:
+    """What an import of this card or lorebook would refuse (each naming the file and where), or []."""
+    data = read_bytes_capped(Path(path), max_bytes=MAX_FILE_BYTES)
+    try:
+        if data.startswith((b"\x89PNG", b"PK\x03\x04")) or _is_card(data):
+            book = read_card(data, file=str(path)).book
+        else:
+            book = read_lorebook(data, file=str(path))
+        if book is not None:
+            _book_text(book, CharacterPaths(Path(path).parent / "(check)"), Path(path).stem)
+    except FormatError as exc:
+        return [str(exc).replace(str(Path(path).parent / "(check)" / "data_base" / f"{Path(path).stem}.yaml"),
+                                 f"{path} (as a world-book file)")]
+    return []
+
+
+def _is_card(data: bytes) -> bool:
+    try:
+        doc = json.loads(data.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        return False
+    return isinstance(doc, dict) and (doc.get("spec") in ("chara_card_v2", "chara_card_v3") or "first_mes" in doc)
+
+
 # -- helpers ------------------------------------------------------------------------------------
 
 
