@@ -17,7 +17,6 @@ from typing import Any
 from engine.adapters.embed_cache import CachedEmbedder
 from engine.adapters.embedder import Embedder
 from engine.config import EngineConfig
-from engine.factory import make_short_term_backend
 from engine.importers.moechat_format import (
     MoeTurn,
     day_files,
@@ -27,6 +26,7 @@ from engine.importers.moechat_format import (
     world_book_files,
 )
 from engine.importers.report import Skipped, StoreCount
+from engine.importers.steps import append_diary, append_window, bar
 from engine.paths import CharacterPaths
 from engine.shortterm import WindowMessage
 from engine.stores.diary import DiaryEntry, entry_id_for
@@ -127,14 +127,12 @@ def import_diary(
         seen.add(eid)
         entries.append(DiaryEntry(eid, t.at, t.tag, t.user, t.assistant))
     _prewarm(embedder, [e.tag or " " for e in entries], desc="embed diary tags", progress=progress)
-    new = [e for e in entries if not store.has_entry(user_id, e.id)]
-    present += len(entries) - len(new)
-    store.append_many(user_id, new, progress=progress)
-    imported = sum(1 for e in new if store.has_entry(user_id, e.id))
-    if imported != len(new):
-        skipped.append(Skipped("diary", str(folder), f"{len(new) - imported} written turns were not indexed "
-                               "(see the warnings above)"))
-        bad += len(new) - imported
+    imported, there = append_diary(store, user_id, entries, progress=progress)
+    present += there
+    if imported != len(entries) - there:
+        lost = len(entries) - there - imported
+        skipped.append(Skipped("diary", str(folder), f"{lost} written turns were not indexed (see the warnings above)"))
+        bad += lost
     return StoreCount(imported=imported, present=present, skipped=bad), (entries[-1].at if entries else None)
 
 
@@ -156,18 +154,11 @@ def import_window(
         WindowMessage(_message_id(m.index, m.role, m.content), m.role, m.content, stamp, count_tokens(m.content))
         for m in chosen
     ]
-    backend = make_short_term_backend(config, paths)
-    with backend.lock(user_id):
-        state = backend.load(user_id)
-        have = {m.id for m in state.messages}
-        if state.brain.last_history_id:
-            have.add(state.brain.last_history_id)
-        last_present = max((i for i, m in enumerate(window) if m.id in have), default=-1)
-        new = window[last_present + 1 :]
-        if new:
-            state.brain.last_history_id = new[-1].id
-            backend.append(user_id, new, state.brain)
-    return StoreCount(imported=len(new), present=len(window) - len(new), skipped=len(problems))
+    done = append_window(config, paths, user_id, window)
+    if done is None:
+        skipped.append(Skipped("window", str(path), "the window already holds later messages: left as it was"))
+        return StoreCount(skipped=len(problems) + len(window))
+    return StoreCount(imported=done[0], present=done[1], skipped=len(problems))
 
 
 def _message_id(index: int, role: str, content: str) -> str:
@@ -185,19 +176,10 @@ def _prewarm(embedder: Embedder, texts: Iterable[str], *, desc: str, progress: b
         return
     unique = list(dict.fromkeys(texts))
     batches = [unique[i : i + _PREWARM_BATCH] for i in range(0, len(unique), _PREWARM_BATCH)]
-    bar = _bar(None, desc=desc, unit="text", progress=progress, total=len(unique))
+    progress_bar = bar(None, desc=desc, unit="text", progress=progress, total=len(unique))
     for batch in batches:
         embedder.embed(batch, role="passage")
-        if bar is not None:
-            bar.update(len(batch))
-    if bar is not None:
-        bar.close()
-
-
-def _bar(items: Any, *, desc: str, unit: str, progress: bool, total: int | None = None) -> Any:
-    if not progress:
-        return items
-    from tqdm import tqdm
-
-    return tqdm(items, desc=desc, unit=unit, total=total, leave=False)
-
+        if progress_bar is not None:
+            progress_bar.update(len(batch))
+    if progress_bar is not None:
+        progress_bar.close()

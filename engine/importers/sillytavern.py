@@ -28,10 +28,11 @@ from engine.config import EngineConfig
 from engine.errors import EngineError
 from engine.fileio import atomic_write_bytes, atomic_write_text, dump_yaml, load_yaml_file, read_bytes_capped
 from engine.formats.sillytavern.cards import (
-    MAX_FILE_BYTES, Card, card_charx, card_from, card_json, card_png, read_card,
+    MAX_FILE_BYTES, PNG_SIGNATURE, Card, card_charx, card_from, card_json, card_png, is_card, read_card,
 )
-from engine.formats.sillytavern.errors import FormatError
-from engine.formats.sillytavern.worldinfo import Lorebook, lorebook_json, read_lorebook
+from engine.formats.sillytavern.errors import FormatError, read_json
+from engine.formats.sillytavern.worldinfo import Lorebook, lorebook_from, lorebook_json, read_lorebook
+from engine.importers.steps import require_character
 from engine.paths import CharacterPaths, character_paths, validate_id
 from engine.stores.worldbook.parse import parse_text
 
@@ -40,8 +41,8 @@ CARD_BOOK = "card-book"
 SHAPES = ("worldinfo", "lorebook_v3", "character_book")
 
 
-class ImportError_(EngineError, ValueError):
-    """Cannot import here (the character exists, a world-book file of that name differs)."""
+class SillyTavernImportError(EngineError, ValueError):
+    """Cannot import or export here (no such character, one exists, a world-book file differs)."""
 
 
 @dataclass(frozen=True)
@@ -61,15 +62,15 @@ def import_card(path: Path, config: EngineConfig, *, character_id: str | None = 
     card = read_card(data, file=str(path))
     char_id = validate_id(character_id or _id_for(card.name), kind="character id")
     paths = character_paths(config.data_dir, char_id)
-    book_text = _book_text(card.book, paths, CARD_BOOK) if card.book else None
+    book_text = _book_text(card.book, str(paths.world_book_dir / f"{CARD_BOOK}.yaml")) if card.book else None
     persona = Character(
         name=card.name.strip(),
-        settings="\n\n".join(t for t in (card.text("description").strip(), _scenario(card)) if t),
+        settings=_settings(card),
         personality=card.text("personality").strip(),
         message_examples=card.text("mes_example").strip(),
     )
     if paths.root.exists() and not overwrite:
-        raise ImportError_(f"character {char_id!r} exists ({paths.root}); choose another id with --char, "
+        raise SillyTavernImportError(f"character {char_id!r} exists ({paths.root}); choose another id with --char, "
                            "or --overwrite to replace its persona and card")
     if not create_character(config, char_id, persona):
         atomic_write_text(paths.character_file, dump_yaml(persona.model_dump(exclude_defaults=True)))
@@ -94,10 +95,10 @@ def import_lorebook(path: Path, config: EngineConfig, *, character_id: str, name
     paths = _existing(config, character_id)
     book = read_lorebook(read_bytes_capped(Path(path), max_bytes=MAX_FILE_BYTES), file=str(path))
     stem = validate_id(name or _id_for(Path(path).stem), kind="world-book file name")
-    text = _book_text(book, paths, stem)
     target = paths.world_book_dir / f"{stem}.yaml"
+    text = _book_text(book, str(target))
     if target.exists() and target.read_text(encoding="utf-8") != text and not overwrite:
-        raise ImportError_(f"{target} exists and differs; --overwrite replaces it, or --name picks another file")
+        raise SillyTavernImportError(f"{target} exists and differs; --overwrite replaces it, or --name picks another file")
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(target, text)
     return Imported(paths.root.name, (str(target),), len(book.entries))
@@ -109,7 +110,7 @@ def export_lorebook(config: EngineConfig, *, character_id: str, name: str, shape
     file = paths.world_book_dir / f"{validate_id(name, kind='world-book file name')}.yaml"
     if not file.is_file():
         have = sorted(p.stem for p in paths.world_book_dir.glob("*.yaml")) if paths.world_book_dir.is_dir() else []
-        raise ImportError_(f"no world-book file {file.name} for {character_id!r} (files: {', '.join(have) or 'none'})")
+        raise SillyTavernImportError(f"no world-book file {file.name} for {character_id!r} (files: {', '.join(have) or 'none'})")
     entries, extra, came = _book_file(file)
     return _dump(lorebook_json(entries, shape or came, extra))
 
@@ -129,7 +130,7 @@ def export_card(config: EngineConfig, *, character_id: str, fmt: str = "png") ->
         data["personality"] = persona.personality
     if persona.message_examples != card.text("mes_example").strip():
         data["mes_example"] = persona.message_examples
-    if persona.settings != "\n\n".join(t for t in (card.text("description").strip(), _scenario(card)) if t):
+    if persona.settings != _settings(card):
         data["description"], data["scenario"] = persona.settings, ""
     card = Card(card.spec, data, None, card.image, card.outer)
     book = None
@@ -150,34 +151,26 @@ def check_file(path: Path) -> list[str]:
     """What an import of this card or lorebook would refuse (each naming the file and where), or []."""
     data = read_bytes_capped(Path(path), max_bytes=MAX_FILE_BYTES)
     try:
-        if data.startswith((b"\x89PNG", b"PK\x03\x04")) or _is_card(data):
+        if data.startswith((PNG_SIGNATURE, b"PK\x03\x04")):
             book = read_card(data, file=str(path)).book
         else:
-            book = read_lorebook(data, file=str(path))
+            doc = read_json(data, file=str(path))
+            book = card_from(doc, file=str(path)).book if is_card(doc) else lorebook_from(doc, file=str(path))
         if book is not None:
-            _book_text(book, CharacterPaths(Path(path).parent / "(check)"), Path(path).stem)
+            _book_text(book, f"{path} (as a world-book file)")
     except FormatError as exc:
-        return [str(exc).replace(str(Path(path).parent / "(check)" / "data_base" / f"{Path(path).stem}.yaml"),
-                                 f"{path} (as a world-book file)")]
+        return [str(exc)]
     return []
-
-
-def _is_card(data: bytes) -> bool:
-    try:
-        doc = json.loads(data.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        return False
-    return isinstance(doc, dict) and (doc.get("spec") in ("chara_card_v2", "chara_card_v3") or "first_mes" in doc)
 
 
 # -- helpers ------------------------------------------------------------------------------------
 
 
-def _book_text(book: Lorebook, paths: CharacterPaths, stem: str) -> str:
-    """The world-book YAML of `book`, checked by the world book's own parser first."""
+def _book_text(book: Lorebook, where: str) -> str:
+    """The world-book YAML of `book`, checked by the world book's own parser first (`where` names
+    the file it becomes, in errors)."""
     text = dump_yaml(book.to_yaml_data())
-    where = str(paths.world_book_dir / f"{stem}.yaml")
-    entries, errors = parse_text(text, file=where, name=f"{stem}.yaml")
+    _, errors = parse_text(text, file=where, name=Path(where).name)
     if errors:
         first = errors[0]
         n = _entry_at(text, first.line)
@@ -205,17 +198,13 @@ def _book_file(file: Path) -> tuple[list[dict[str, Any]], dict[str, Any], str]:
 
 
 def _existing(config: EngineConfig, character_id: str) -> CharacterPaths:
-    paths = character_paths(config.data_dir, validate_id(character_id, kind="character id"))
-    if not paths.character_file.is_file():
-        have = sorted(p.name for p in paths.root.parent.iterdir() if (p / "character.yaml").is_file()) \
-            if paths.root.parent.is_dir() else []
-        raise ImportError_(f"no character {character_id!r} in {paths.root.parent} (characters: {', '.join(have) or 'none'})")
-    return paths
+    return require_character(config, character_id, error=SillyTavernImportError)
 
 
-def _scenario(card: Card) -> str:
+def _settings(card: Card) -> str:
+    """The persona's setting: the card's description, then its scenario."""
     scenario = card.text("scenario").strip()
-    return f"Scenario: {scenario}" if scenario else ""
+    return "\n\n".join(t for t in (card.text("description").strip(), f"Scenario: {scenario}" if scenario else "") if t)
 
 
 def _id_for(name: str) -> str:

@@ -23,21 +23,22 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone, tzinfo
+from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
 from engine.adapters.embedder import Embedder
-from engine.character import OpenCharacter, list_characters, open_character
+from engine.character import OpenCharacter, open_character
 from engine.config import EngineConfig, open_config
-from engine.errors import EngineError
-from engine.factory import cached_embedder, make_short_term_backend, make_stores, make_timezone
+from engine.factory import cached_embedder, make_stores, make_timezone
 from engine.fileio import read_bytes_capped
 from engine.formats.sillytavern.chatlog import MAX_FILE_BYTES, ChatLog, ChatMessage, read_chat
 from engine.importers.report import ImportReport, Skipped, StoreCount
-from engine.paths import CharacterPaths, character_paths, id_or_digest, validate_id
+from engine.importers.sillytavern import SillyTavernImportError
+from engine.importers.steps import append_diary, append_window, bar, require_character
+from engine.paths import CharacterPaths, id_or_digest, validate_id
 from engine.prompts import Prompts
 from engine.shortterm import WindowMessage
 from engine.stores.base import Turn
@@ -49,7 +50,7 @@ from engine.tokens import count_tokens
 __all__ = ["ChatPlan", "ChatTurn", "SillyTavernChatImportError", "chat_id_for", "chat_turns", "import_sillytavern_chat"]
 
 
-class SillyTavernChatImportError(EngineError, ValueError):
+class SillyTavernChatImportError(SillyTavernImportError):
     """The chat cannot be imported at all (no such character, no time anywhere in the file)."""
 
 
@@ -248,14 +249,7 @@ def chat_id_for(path: Path | str) -> str:
 
 
 def _open(character: str, config: EngineConfig) -> OpenCharacter:
-    """The character opened against `config`; SillyTavernChatImportError naming it and those that
-    exist when it does not."""
-    paths = character_paths(config.data_dir, character)
-    if not paths.character_file.is_file():
-        have = list_characters(config.data_dir)
-        raise SillyTavernChatImportError(
-            f"no character {character!r} in {Path(config.data_dir) / 'agents'} "
-            f"(have: {', '.join(have) or 'none'}); create it first (kioku import card, or a character.yaml)")
+    require_character(config, character, error=SillyTavernChatImportError)
     return open_character(character, config)
 
 
@@ -275,7 +269,7 @@ def _entries(turns: Sequence[ChatTurn], *, tz: tzinfo, language: str,
     dates), with content ids; and how many turns were the same turn twice in the file."""
     out: dict[str, tuple[DiaryEntry, ChatTurn]] = {}
     duplicates = 0
-    for t in _bar(turns, desc="dating turns", unit="turn", progress=progress):
+    for t in bar(turns, desc="dating turns", unit="turn", progress=progress):
         at = t.at.astimezone(tz).replace(microsecond=0)
         eid = entry_id_for(at, t.user, t.assistant)
         if eid in out:
@@ -288,13 +282,11 @@ def _entries(turns: Sequence[ChatTurn], *, tz: tzinfo, language: str,
 
 def _import_diary(store: Any, user_id: str, entries: Sequence[tuple[DiaryEntry, ChatTurn]], *, duplicates: int,
                   skipped: int, progress: bool) -> StoreCount:
-    new = [e for e, _ in entries if not store.has_entry(user_id, e.id)]
-    store.append_many(user_id, new, progress=progress)
-    written = sum(1 for e in new if store.has_entry(user_id, e.id))
-    if written != len(new):
-        raise SillyTavernChatImportError(f"{len(new) - written} of {len(new)} diary turns were written but not "
-                                         "indexed (see the warnings above); run the import again")
-    return StoreCount(imported=written, present=len(entries) - written + duplicates, skipped=skipped)
+    written, present = append_diary(store, user_id, [e for e, _ in entries], progress=progress)
+    if written != len(entries) - present:
+        raise SillyTavernChatImportError(f"{len(entries) - present - written} of {len(entries) - present} diary turns "
+                                         "were written but not indexed (see the warnings above); run the import again")
+    return StoreCount(imported=written, present=present + duplicates, skipped=skipped)
 
 
 def _import_facts(store: Any, user_id: str, entries: Sequence[tuple[DiaryEntry, ChatTurn]], *, chat_id: str,
@@ -303,7 +295,7 @@ def _import_facts(store: Any, user_id: str, entries: Sequence[tuple[DiaryEntry, 
     extracted (its id among the facts' sources) is skipped by the store itself."""
     before = {f.id: f.text for f in store.facts(user_id)}
     ids = set()
-    for entry, _ in _bar(entries, desc="facts", unit="turn", progress=progress):
+    for entry, _ in bar(entries, desc="facts", unit="turn", progress=progress):
         if entry.user.strip():
             ids.add(entry.id)
             store.record(Turn(entry.id, user_id, entry.at, entry.user, entry.assistant, chat_id=chat_id))
@@ -329,39 +321,12 @@ def _import_window(config: EngineConfig, paths: CharacterPaths, user_id: str,
         if len(messages) + len(pair) > config.short_term.max_messages:
             break
         messages[:0] = pair
-    if not messages:
+    done = append_window(config, paths, user_id, messages, chat_id=chat_id)
+    if done is None:
+        notes.append(f"the window of chat {chat_id!r} already holds later messages: left as it was")
         return StoreCount()
-    backend = make_short_term_backend(config, paths)
-    with backend.lock(user_id, chat_id=chat_id):
-        state = backend.load(user_id, chat_id=chat_id)
-        have = {m.id for m in state.messages}
-        if state.brain.last_history_id:
-            have.add(state.brain.last_history_id)
-        last = max((i for i, m in enumerate(messages) if m.id in have), default=-1)
-        new = messages[last + 1:]
-        if new and state.messages and last < 0 and _instant(state.messages[-1].at) > _instant(new[0].at):
-            notes.append(f"the window of chat {chat_id!r} already holds later messages: left as it was")
-            return StoreCount()
-        if new:
-            state.brain.last_history_id = new[-1].id
-            backend.append(user_id, new, state.brain, chat_id=chat_id)
-    return StoreCount(imported=len(new), present=len(messages) - len(new))
-
-
-def _instant(iso: str) -> datetime:
-    try:
-        return datetime.fromisoformat(iso)
-    except ValueError:
-        return datetime.min.replace(tzinfo=timezone.utc)  # an unreadable stamp counts as oldest
+    return StoreCount(imported=done[0], present=done[1])
 
 
 def _window_message(mid: str, role: str, content: str, at: datetime) -> WindowMessage:
     return WindowMessage(mid, role, content, at.isoformat(), count_tokens(content))
-
-
-def _bar(items: Iterable[Any], *, desc: str, unit: str, progress: bool) -> Iterable[Any]:
-    if not progress:
-        return items
-    from tqdm import tqdm
-
-    return tqdm(items, desc=desc, unit=unit, leave=False)

@@ -19,12 +19,11 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.formats.sillytavern.errors import FormatError
+from engine.formats.sillytavern.errors import FormatError, read_json
 from engine.formats.sillytavern.worldinfo import Lorebook, lorebook_from
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_TEXT_CHUNK = 16 * 1024 * 1024
-MAX_JSON_DEPTH = 64
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 CARD_CHUNKS = ("ccv3", "chara")
 """Preferred first: a V3 card's own chunk, then the V2 one SillyTavern also writes."""
@@ -64,12 +63,17 @@ def read_card(data: bytes, *, file: str) -> Card:
         chunks = png_text_chunks(data, file=file)
         for name in CARD_CHUNKS:
             if name in chunks:
-                doc = _json(_b64(chunks[name], file=file, where=f"chunk {name!r}"), file=file, where=f"chunk {name!r}")
+                doc = read_json(_b64(chunks[name], file=file, where=f"chunk {name!r}"), file=file, where=f"chunk {name!r}")
                 return card_from(doc, file=file, image=data)
         raise FormatError(file, None, "a PNG without a `chara` or `ccv3` text chunk is not a character card")
     if data.startswith(b"PK\x03\x04"):
-        return card_from(_json(_charx_card(data, file=file), file=file, where="member 'card.json'"), file=file)
-    return card_from(_json(data, file=file, where=None), file=file)
+        return card_from(read_json(_charx_card(data, file=file), file=file, where="member 'card.json'"), file=file)
+    return card_from(read_json(data, file=file), file=file)
+
+
+def is_card(doc: Any) -> bool:
+    """Whether a JSON document is a card (V2/V3 by its spec, V1 by its greeting) rather than a lorebook."""
+    return isinstance(doc, dict) and (doc.get("spec") in ("chara_card_v2", "chara_card_v3") or "first_mes" in doc)
 
 
 def card_from(doc: Any, *, file: str, image: bytes | None = None) -> Card:
@@ -176,44 +180,6 @@ def _b64(text: str, *, file: str, where: str) -> bytes:
         return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise FormatError(file, where, f"not base64: {exc}") from None
-
-
-def _json(data: bytes, *, file: str, where: str | None) -> Any:
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise FormatError(file, where, f"not UTF-8 text (byte {exc.start})") from None
-    if _depth(text) > MAX_JSON_DEPTH:
-        raise FormatError(file, where, f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        at = f"line {exc.lineno}" if where is None else f"{where}, line {exc.lineno}"
-        raise FormatError(file, at, f"not valid JSON: {exc.msg}") from None
-
-
-def _depth(text: str) -> int:
-    """How deep brackets nest, outside strings (json.loads would recurse that deep)."""
-    depth = top = 0
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            top = max(top, depth)
-            if top > MAX_JSON_DEPTH:
-                return top
-        elif ch in "]}":
-            depth -= 1
-    return top
 
 
 def _charx_card(data: bytes, *, file: str) -> bytes:

@@ -14,7 +14,6 @@ gives the same entries, and unchanged fields come back byte for byte.
 from __future__ import annotations
 
 import copy
-import json
 import re
 import re._constants as sre_c
 import re._parser as sre_parse
@@ -22,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engine.formats.sillytavern.errors import FormatError
+from engine.formats.sillytavern.errors import FormatError, read_json
 
 MAX_ENTRIES = 20_000
 MAX_BYTES = 32 * 1024 * 1024
@@ -238,14 +237,7 @@ def read_lorebook(data: bytes, *, file: str) -> Lorebook:
     """A World Info file, a `lorebook_v3` or a bare `character_book`, from its bytes."""
     if len(data) > MAX_BYTES:
         raise FormatError(file, None, f"the file is {len(data):,} bytes, over the limit of {MAX_BYTES:,}")
-    try:
-        doc = json.loads(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise FormatError(file, f"byte {exc.start}", "not UTF-8 text") from None
-    except (json.JSONDecodeError, RecursionError) as exc:
-        line = getattr(exc, "lineno", None)
-        raise FormatError(file, f"line {line}" if line else None, f"not valid JSON: {exc}") from None
-    return lorebook_from(doc, file=file)
+    return lorebook_from(read_json(data, file=file), file=file)
 
 
 def lorebook_from(doc: Any, *, file: str, shape: str | None = None) -> Lorebook:
