@@ -48,11 +48,7 @@ class PgTermVectors:
             made = embed_terms(self.embedder, missing)
             self._put(dict(zip(missing, made)))
             have.update(zip(missing, made))
-        out = np.zeros((len(names), self.dim), dtype=np.float32)
-        for i, name in enumerate(names):
-            if name in have:
-                out[i] = have[name]
-        return out
+        return self._array(names, have)
 
     def ensure(self, texts: Iterable[str]) -> int:
         """Store a vector for every content word of `texts` the database lacks; returns how many
@@ -68,22 +64,32 @@ class PgTermVectors:
 
     def fill(self, behind: Callable[[], tuple[int, list[str]]], add: Callable[[int, np.ndarray], bool]) -> int:
         """Give an index the vectors it lacks that the database holds, in term-id order up to the
-        first word the database has none for (a background embedding takes it from there);
-        returns how many were added."""
-        first, names = behind()
-        if not names:
-            return 0
-        have = self.get(names)
-        n = 0
-        while n < len(names) and (names[n] in have or not is_content(names[n])):
-            n += 1
-        if n == 0:
-            return 0
-        vectors = np.zeros((n, self.dim), dtype=np.float32)
-        for i, name in enumerate(names[:n]):
+        first word the database has none for (a background embedding takes it from there), a
+        batch per query; returns how many were added. While the database lacks the next word this
+        costs one query of at most `BATCH` words per search."""
+        added = 0
+        while True:
+            first, names = behind()
+            names = names[:BATCH]
+            if not names:
+                return added
+            have = self.get(names)
+            n = 0
+            while n < len(names) and (names[n] in have or not is_content(names[n])):
+                n += 1
+            if n == 0 or not add(first, self._array(names[:n], have)):
+                return added
+            added += n
+            if n < len(names):
+                return added
+
+    def _array(self, names: Sequence[str], have: dict[str, np.ndarray]) -> np.ndarray:
+        """(len(names), dim): each name's vector, zeros for a word without one (no content)."""
+        out = np.zeros((len(names), self.dim), dtype=np.float32)
+        for i, name in enumerate(names):
             if name in have:
-                vectors[i] = have[name]
-        return n if add(first, vectors) else 0
+                out[i] = have[name]
+        return out
 
     def _put(self, vectors: dict[str, np.ndarray]) -> None:
         items = [(t, np.asarray(v, dtype="<f4").tobytes()) for t, v in vectors.items()]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import faiss
 import numpy as np
@@ -109,6 +110,10 @@ class Snapshot:
     ruled: tuple[int, ...] = ()
     """Live entries with a per-prompt rule (`Entry.rules`): probability, groups, recursion flags,
     scan depth, sticky / cooldown / delay."""
+
+    @cached_property
+    def ruled_set(self) -> frozenset[int]:
+        return frozenset(self.ruled)
 
     def entry(self, i: int) -> Entry:
         return self.table.entries[i]

@@ -234,12 +234,13 @@ class WorldBookStore:
         """Activate entries whose primary key is in `texts` and whose secondary logic holds; in the
         first pass (`depth` 0, `texts` the messages newest first) within each entry's scan depth."""
         first: dict[int, tuple[str, str]] = {}
+        ruled = snap.ruled_set
         for n, (label, text) in enumerate(texts):
+            # Beyond `scan_messages` (scanned for an entry's deeper `scan_depth`) every entry is
+            # checked; within it only entries with rules can be out of reach.
+            deep = depth == 0 and n >= self.config.scan_messages
             for m in snap.scan(text, budget):
-                entry = snap.entry(m.entry)
-                if depth == 0 and (n >= self._scan_depth(entry) or entry.delay_until_recursion):
-                    continue
-                if depth and entry.exclude_recursion:
+                if (deep or m.entry in ruled) and not self._reachable(snap.entry(m.entry), n, depth):
                     continue
                 if m.secondary:
                     matched_secondary.setdefault(m.entry, set()).add(m.key)
@@ -254,6 +255,12 @@ class WorldBookStore:
             active[i] = _Active(i, kind, 1.0, reason, {"key": key, "where": label})
             new.append(i)
         return new
+
+    def _reachable(self, entry: Entry, n: int, depth: int) -> bool:
+        """Whether a key of `entry` found in text `n` of recursion round `depth` may fire it."""
+        if depth:
+            return not entry.exclude_recursion
+        return n < self._scan_depth(entry) and not entry.delay_until_recursion
 
     def _scan_depth(self, entry: Entry) -> int:
         return self.config.scan_messages if entry.scan_depth is None else entry.scan_depth
