@@ -30,34 +30,26 @@ import itertools
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Sequence
-from datetime import datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from frontend_kit import CHROMIUM_ARGS, RecordingProxy, ServerProcess  # noqa: E402
 from replay_frontend import (  # noqa: E402
-    TOKEN, Exchange, Line, Report, check_all, check_prompts, chats_by_user, read_stores, spoken, write_config,
+    TOKEN, Exchange, Report, check_all, check_prompts, chats_by_user, read_stores, spoken, write_config,
 )
 
 from engine.testing.fake_openai import FakeOpenAIServer  # noqa: E402
 from engine.testing.serve import KiokuServe, free_port  # noqa: E402
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 CHARACTER = "xiaoyue"
 PASSWORD = "kioku-session-Pa55"
-_HOP = {"host", "content-length", "connection", "transfer-encoding", "accept-encoding", "keep-alive"}
 
 
 # -- the upstream and the recording proxy -------------------------------------------------------
@@ -82,124 +74,6 @@ def upstream_rule() -> Any:
     return rule
 
 
-class RecordingProxy:
-    """A pass-through HTTP proxy to `target` that records every POST as a recording line and keeps
-    what kioku answered (status, X-Kioku-* headers, reply text) as an `Exchange`."""
-
-    def __init__(self, target: str, record_to: Path) -> None:
-        self.target = target.rstrip("/")
-        self.record_to = record_to
-        self.exchanges: list[Exchange] = []
-        self.lock = threading.Lock()
-        self.port = free_port()
-        self.last_activity = time.monotonic()
-        self.busy = 0
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.0"  # bodies end when the connection closes: streams pass as they come
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:  # noqa: N802
-                proxy.forward(self, "GET")
-
-            def do_POST(self) -> None:  # noqa: N802
-                proxy.forward(self, "POST")
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> "RecordingProxy":
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    def idle_for(self, seconds: float) -> bool:
-        with self.lock:
-            return self.busy == 0 and time.monotonic() - self.last_activity >= seconds
-
-    def forward(self, handler: BaseHTTPRequestHandler, method: str) -> None:
-        with self.lock:
-            self.busy += 1
-            self.last_activity = time.monotonic()
-        try:
-            self._forward(handler, method)
-        finally:
-            with self.lock:
-                self.busy -= 1
-                self.last_activity = time.monotonic()
-
-    def _forward(self, handler: BaseHTTPRequestHandler, method: str) -> None:
-        length = int(handler.headers.get("Content-Length") or 0)
-        raw = handler.rfile.read(length) if length else b""
-        headers = {k: v for k, v in handler.headers.items() if k.lower() not in _HOP}
-        chunks: list[bytes] = []
-        with httpx.Client(timeout=300) as http, \
-                http.stream(method, self.target + handler.path, headers=headers, content=raw) as r:
-            handler.send_response(r.status_code)
-            for k, v in r.headers.items():
-                if k.lower() not in _HOP and k.lower() != "content-encoding":
-                    handler.send_header(k, v)
-            handler.end_headers()
-            for chunk in r.iter_raw():
-                chunks.append(chunk)
-                handler.wfile.write(chunk)
-                handler.wfile.flush()
-            status, answer = r.status_code, {k.lower(): v for k, v in r.headers.items()}
-        if method == "POST":
-            self._record(handler, raw, status, answer, b"".join(chunks))
-
-    def _record(self, handler: BaseHTTPRequestHandler, raw: bytes, status: int, answer: dict[str, str],
-                body: bytes) -> None:
-        try:
-            request = json.loads(raw or b"{}")
-        except json.JSONDecodeError:
-            request = {}
-        sent = {k.lower(): ("Bearer <token>" if k.lower() == "authorization" else
-                            "<redacted>" if "email" in k.lower() else v) for k, v in handler.headers.items()}
-        with self.lock:
-            seq = len(self.exchanges)
-            line = Line(seq, handler.path, sent, request, status)
-            self.exchanges.append(Exchange(line, status, answer, reply_text(body), error_code(status, body)))
-            with self.record_to.open("a", encoding="utf-8") as out:
-                out.write(json.dumps({"seq": seq, "t": datetime.now().strftime("%H:%M:%S"), "path": handler.path,
-                                      "headers": sent, "body": request, "status": status}, ensure_ascii=False) + "\n")
-
-
-def reply_text(body: bytes) -> str:
-    text = body.decode("utf-8", "replace")
-    if text.lstrip().startswith("{"):
-        try:
-            return json.loads(text)["choices"][0]["message"]["content"] or ""
-        except (ValueError, KeyError, IndexError, TypeError):
-            return ""
-    parts = []
-    for line in text.splitlines():
-        if line.startswith("data: {"):
-            for choice in json.loads(line[6:]).get("choices", ()):
-                parts.append((choice.get("delta") or {}).get("content") or "")
-    return "".join(parts)
-
-
-def error_code(status: int, body: bytes) -> str | None:
-    if status == 200:
-        return None
-    try:
-        return json.loads(body)["error"]["code"]
-    except (ValueError, KeyError, TypeError):
-        return None
-
-
 # -- Open WebUI ---------------------------------------------------------------------------------
 
 
@@ -218,8 +92,8 @@ class OpenWebUI:
                     "RAG_EMBEDDING_ENGINE": "openai", "ENABLE_WEB_SEARCH": "false", "ENABLE_CODE_INTERPRETER": "false",
                     "ANONYMIZED_TELEMETRY": "false", "DO_NOT_TRACK": "true", "SCARF_NO_ANALYTICS": "true",
                     "ENABLE_VERSION_UPDATE_CHECK": "false"}
-        self.command = [executable, "serve", "--host", "127.0.0.1", "--port", str(self.port)]
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.server = ServerProcess("open-webui", [executable, "serve", "--host", "127.0.0.1", "--port", str(self.port)],
+                                    cwd=folder, env=self.env, log=folder / "open-webui.log")
 
     @property
     def url(self) -> str:
@@ -227,30 +101,11 @@ class OpenWebUI:
 
     def start(self, timeout: float = 600) -> "OpenWebUI":
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.log = (self.folder / "open-webui.log").open("wb")
-        self.proc = subprocess.Popen(self.command, env=self.env, cwd=self.folder, stdout=self.log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"open-webui exited with {self.proc.returncode}; see {self.folder / 'open-webui.log'}")
-            try:
-                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(1)
-        raise RuntimeError(f"open-webui did not answer on {self.url} within {timeout:g}s")
+        self.server.start(f"{self.url}/health", timeout=timeout)
+        return self
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGINT)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        self.log.close()
+        self.server.stop()
 
 
 # -- the browser session ------------------------------------------------------------------------

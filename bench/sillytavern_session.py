@@ -41,19 +41,14 @@ SillyTavern's data folder and log, kioku's data folder and log.
 from __future__ import annotations
 
 import argparse
-import base64
 import itertools
 import json
 import os
 import re
 import shutil
-import signal
-import struct
-import subprocess
 import sys
 import tempfile
 import time
-import zlib
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -66,12 +61,13 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from openwebui_session import CHROMIUM_ARGS, RecordingProxy, error_code, reply_text  # noqa: E402
+from frontend_kit import CHROMIUM_ARGS, RecordingProxy, ServerProcess, error_code, reply_text  # noqa: E402
 from replay_frontend import (  # noqa: E402
     TOKEN, Exchange, Line, Report, _key, check_all, check_prompts, chats_by_user, read_stores,
     spoken, text_of, write_config,
 )
 
+from engine.formats.sillytavern.cards import card_png  # noqa: E402
 from engine.testing.fake_openai import FakeOpenAIServer  # noqa: E402
 from engine.testing.serve import KiokuServe, free_port  # noqa: E402
 
@@ -207,9 +203,9 @@ def _prompt_for(body: dict[str, Any], sent_up: list[dict[str, Any]]) -> dict[str
 # -- SillyTavern --------------------------------------------------------------------------------
 
 
-def card_png(card: dict[str, Any]) -> bytes:
-    """A character card: a small PNG with the card's JSON (spec v2, as SillyTavern writes it) in a
-    `chara` tEXt chunk."""
+def card_doc(card: dict[str, Any]) -> dict[str, Any]:
+    """A character card as SillyTavern 1.12 keeps one in its PNG: the V1 fields at the top, the V2
+    card under `data` (written into the PNG by kioku's own `cards.card_png`)."""
     name = card["name"]
     data = {"name": name, "description": card["description"], "personality": card["personality"], "scenario": "",
             "first_mes": card["first_mes"], "mes_example": "", "creator_notes": "", "system_prompt": "",
@@ -217,19 +213,9 @@ def card_png(card: dict[str, Any]) -> bytes:
             "character_version": "1", "extensions": {"talkativeness": "0.5", "fav": False, "world": "",
                                                      "depth_prompt": {"prompt": "", "depth": 4, "role": "system"}}}
     v1 = {k: data[k] for k in ("name", "description", "personality", "scenario", "first_mes", "mes_example")}
-    chara = {**v1, "creatorcomment": "", "avatar": "none", "chat": f"{name} - 2025-01-01@00h00m00s",
-             "talkativeness": "0.5", "fav": False, "tags": [], "spec": "chara_card_v2", "spec_version": "2.0",
-             "data": data, "create_date": "2025-01-01@00h00m00s"}
-    text = b"chara\0" + base64.b64encode(json.dumps(chara, ensure_ascii=False).encode("utf-8"))
-    width = height = 64
-    color = bytes([0x9A, 0xB8, 0xD8]) if name != "Ann" else bytes([0xE0, 0xB0, 0x80])
-    pixels = b"".join(b"\0" + color * width for _ in range(height))
-
-    def chunk(kind: bytes, payload: bytes) -> bytes:
-        return struct.pack(">I", len(payload)) + kind + payload + struct.pack(">I", zlib.crc32(kind + payload))
-
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + chunk(b"tEXt", text) + chunk(b"IDAT", zlib.compress(pixels)) + chunk(b"IEND", b""))
+    return {**v1, "creatorcomment": "", "avatar": "none", "chat": f"{name} - 2025-01-01@00h00m00s",
+            "talkativeness": "0.5", "fav": False, "tags": [], "spec": "chara_card_v2", "spec_version": "2.0",
+            "data": data, "create_date": "2025-01-01@00h00m00s"}
 
 
 class SillyTavern:
@@ -242,7 +228,7 @@ class SillyTavern:
         self.folder = folder
         self.port = free_port()
         self.node = node
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.server: ServerProcess | None = None
         self.saved_config: bytes | None = None
 
     @property
@@ -258,7 +244,7 @@ class SillyTavern:
         characters = self.user_dir / "characters"
         characters.mkdir(parents=True, exist_ok=True)
         for stem, card in cards.items():
-            (characters / f"{stem}.png").write_bytes(card_png(card))
+            (characters / f"{stem}.png").write_bytes(card_png(card_doc(card), None))
 
     def start(self, timeout: float = 180) -> "SillyTavern":
         config_path = self.home / "config.yaml"
@@ -271,31 +257,14 @@ class SillyTavern:
                        "enableServerPlugins": False})
         config_path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.log = (self.folder / "sillytavern.log").open("wb")
-        self.proc = subprocess.Popen([self.node, "server.js"], cwd=self.home, stdout=self.log, stderr=subprocess.STDOUT,
-                                     start_new_session=True, env={**os.environ, "NODE_ENV": "production"})
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"SillyTavern exited with {self.proc.returncode}; see {self.folder / 'sillytavern.log'}")
-            try:
-                if httpx.get(self.url, timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        raise RuntimeError(f"SillyTavern did not answer on {self.url} within {timeout:g}s")
+        self.server = ServerProcess("SillyTavern", [self.node, "server.js"], cwd=self.home,
+                                    env={**os.environ, "NODE_ENV": "production"}, log=self.folder / "sillytavern.log")
+        self.server.start(self.url, timeout=timeout, poll=0.5)
+        return self
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGINT)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        if self.proc is not None:
-            self.log.close()
+        if self.server is not None:
+            self.server.stop()
         config_path = self.home / "config.yaml"
         if self.saved_config is not None:
             config_path.write_bytes(self.saved_config)

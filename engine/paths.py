@@ -54,6 +54,12 @@ def id_or_digest(value: str, *, kind: str) -> str:
         return "c-" + hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
 
 
+def character_id_for(name: str) -> str:
+    """The id a character made from a name gets (a frontend's display name, a card's): the name
+    when it is a valid id (小月), with spaces as '_' (Ann_Lee), else `c-` and a digest of it."""
+    return id_or_digest("_".join(name.split()), kind="character id")
+
+
 @dataclass(frozen=True)
 class CharacterPaths:
     """Where one character's files live."""

@@ -17,10 +17,10 @@ from engine.testing.serve import ServiceThread, copy_demo, service_config
 ST_PROMPT = "Write 小月's next reply in a fictional chat between 小月 and 林舟."
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=[s.frontend for s in SHAPES])
+@pytest.mark.parametrize("shape", SHAPES, ids=[s.name for s in SHAPES])
 def test_each_shape_reads_its_example(shape):
     told = speakers([shape.example], character_header=None, user_header=None)
-    assert told.character and told.user and told.source == shape.frontend
+    assert told.character and told.user and told.source == shape.name
 
 
 @pytest.mark.parametrize(

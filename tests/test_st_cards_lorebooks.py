@@ -17,6 +17,7 @@ import pytest
 
 from engine.cli import main
 from engine.config import WorldBookConfig
+from engine.formats.sillytavern.errors import FormatError
 from engine.formats.sillytavern.cards import BLANK_PNG, card_png, png_text_chunks, read_card
 from engine.paths import CharacterPaths
 from engine.prompts import Prompts
@@ -211,7 +212,7 @@ def test_a_hostile_card_is_a_clear_error_and_writes_nothing(tmp_path, capsys, na
 
 def test_a_good_png_text_chunk_alone_is_not_enough_without_iend(tmp_path):
     png = b"\x89PNG\r\n\x1a\n" + _IHDR + _GOOD_TEXT
-    with pytest.raises(Exception, match="truncated"):
+    with pytest.raises(FormatError, match=r"x\.png: byte \d+: the PNG is truncated"):
         read_card(png, file="x.png")
 
 

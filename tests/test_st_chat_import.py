@@ -7,6 +7,7 @@ written, naming the file and the line. Real stores, the real embedder, files in 
 from __future__ import annotations
 
 import json
+import re
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -433,10 +434,11 @@ def test_the_command_line_imports_and_reports(tmp_path, capsys):
     args = ["import", "sillytavern-chat", str(FIXTURE), "--char", CHAR, "--user", USER,
             "--tz", "Asia/Shanghai", "--data-dir", str(data), "--no-progress"]
     assert main(args) == 0
-    first = capsys.readouterr().out
-    assert "diary" in first and "5" in first
+    diary = re.compile(r"^  diary\s+(\d+)\s+(\d+)\s+(\d+)", re.M)  # imported, present, skipped
+    assert diary.search(capsys.readouterr().out).groups() == ("5", "0", "3")
     after_first = memory_files(data)
     assert main(args) == 0
+    assert diary.search(capsys.readouterr().out).groups() == ("0", "5", "3")
     assert memory_files(data) == after_first  # the memory, caches aside
     with pytest.raises(SystemExit) as exc:
         main(["import", "sillytavern-chat", str(FIXTURE), "--user", USER, "--data-dir", str(data)])

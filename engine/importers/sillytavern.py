@@ -33,7 +33,7 @@ from engine.formats.sillytavern.cards import (
 from engine.formats.sillytavern.errors import FormatError, read_json
 from engine.formats.sillytavern.worldinfo import Lorebook, lorebook_from, lorebook_json, read_lorebook
 from engine.importers.steps import require_character
-from engine.paths import CharacterPaths, character_paths, validate_id
+from engine.paths import CharacterPaths, character_id_for, character_paths, validate_id
 from engine.stores.worldbook.parse import parse_text
 
 CARD_BOOK = "card-book"
@@ -208,8 +208,6 @@ def _settings(card: Card) -> str:
 
 
 def _id_for(name: str) -> str:
-    from engine.service.speakers import character_id_for
-
     return character_id_for(re.sub(r"[\\/]", "_", name.strip()) or "card")
 
 

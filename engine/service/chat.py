@@ -34,7 +34,8 @@ from engine.service.identity import IDENTITY_HEADERS, Identity, Principal, resol
 from engine.service.models import ChatCompletionRequest, ErrorResponse, ModelCard, ModelList
 from engine.service.selection import CHARACTER_HEADER, find_character, select
 from engine.admin import create_character
-from engine.service.speakers import USER_NAME_HEADER, character_from, character_id_for, speakers
+from engine.paths import character_id_for
+from engine.service.speakers import USER_NAME_HEADER, character_from, speakers
 
 from engine.service.upstream import upstream_client, upstream_error
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 from engine.character import Character
 from engine.stores.worldbook.matcher import is_cjk
-from engine.paths import id_or_digest
 
 USER_NAME_HEADER = "X-Kioku-User-Name"
 MAX_NAME_CHARS = 64
@@ -25,9 +24,12 @@ MAX_NAME_CHARS = 64
 
 @dataclass(frozen=True)
 class Shape:
-    frontend: str
+    """One text shape a frontend writes, with an example it matches."""
+
+    name: str
+    """A main-prompt shape's frontend; a card line's `Character` field."""
     pattern: re.Pattern[str]
-    """Groups `char` and `user`."""
+    """Groups `char` and `user` (main prompts), `text` (card lines)."""
     example: str
 
 
@@ -58,7 +60,7 @@ def speakers(system_texts: Iterable[str], *, character_header: str | None, user_
         for shape in SHAPES:
             m = shape.pattern.search(text.strip())
             if m:
-                return Speakers(_clean(m.group("char")), _clean(m.group("user")), shape.frontend)
+                return Speakers(_clean(m.group("char")), _clean(m.group("user")), shape.name)
     return Speakers(None, None, "none")
 
 
@@ -74,27 +76,12 @@ _MARKER = re.compile(r"\A\[[^\]\n]{1,80}\]\Z")
 """A frontend's one-line marker between prompt parts ("[Start a new Chat]")."""
 
 
-def character_id_for(name: str) -> str:
-    """The id a character created from a frontend's name gets: the name when it is a valid id
-    (小月), with spaces as '_' (Ann_Lee), else `c-` and a digest of it."""
-    return id_or_digest("_".join(name.split()), kind="character id")
-
-
-@dataclass(frozen=True)
-class CardLine:
-    field: str
-    """The `Character` field the line's text goes to."""
-    pattern: re.Pattern[str]
-    """Group `text`."""
-    example: str
-
-
-CARD_LINES: tuple[CardLine, ...] = (
+CARD_LINES: tuple[Shape, ...] = (
     # SillyTavern's default story string wraps the card's personality and scenario in these.
-    CardLine("personality", re.compile(r"\A\[[^\n\]]{1,64}'s personality: (?P<text>.+)\]\Z", re.DOTALL),
-             "[小雪's personality: 活泼、细心、有点爱操心]"),
-    CardLine("settings", re.compile(r"\A\[Circumstances and context of the dialogue: (?P<text>.+)\]\Z", re.DOTALL),
-             "[Circumstances and context of the dialogue: 放学后的画室]"),
+    Shape("personality", re.compile(r"\A\[[^\n\]]{1,64}'s personality: (?P<text>.+)\]\Z", re.DOTALL),
+          "[小雪's personality: 活泼、细心、有点爱操心]"),
+    Shape("settings", re.compile(r"\A\[Circumstances and context of the dialogue: (?P<text>.+)\]\Z", re.DOTALL),
+          "[Circumstances and context of the dialogue: 放学后的画室]"),
 )
 
 
@@ -107,7 +94,7 @@ def character_from(told: Speakers, system_texts: Iterable[str]) -> Character:
     for text in (t.strip() for t in system_texts):
         if not text or any(s.pattern.search(text) for s in SHAPES):
             continue
-        line = next(((c.field, m) for c in CARD_LINES if (m := c.pattern.match(text))), None)
+        line = next(((c.name, m) for c in CARD_LINES if (m := c.pattern.match(text))), None)
         if line is not None:
             fields[line[0]].append(line[1].group("text").strip())
         elif not _MARKER.match(text):
