@@ -196,6 +196,13 @@ QUESTIONS = [
     ("元旦有什么安排吗", "元旦", "2027-01-01"),
     ("Did you know I got engaged in October?", "October", "2026-10"),  # what it tells is no question
     ("Guess what I did on Wednesday?", "on Wednesday", "2026-11-18"),
+    # a day asked about in a clause of its own, the question after it (read as a time question reads it)
+    ("上周五你给我推荐的那首歌，歌名是啥来着", "上周五", None),
+    ("我11月3日那天跟你说过一个梦，是什么梦？", "11月3日", None),
+    ("Yesterday I told you about my sister, right?", "Yesterday", None),
+    ("On Tuesday you suggested a recipe, what was it called?", "On Tuesday", None),
+    ("On Tuesday you suggested a recipe and I loved it.", "On Tuesday", "2026-11-17"),
+    ("上周五你给我推荐的那首歌我听了一晚上", "上周五", "2026-11-13"),
 ]
 
 

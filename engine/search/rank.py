@@ -59,7 +59,9 @@ def _rank(ix: RankedIndex, req: SearchRequest, q_terms: list[str], content: set[
     lex = ix.bm25.score(q_terms, content, ix.alive.view, ix.version,
                         common_weight=1.0 if req.asks_memory else COMMON_WORD_AGREEMENT)
     in_range = _range_rows(ix, req.start, req.end)
-    dense_rows, dense_sims = _dense_candidates(ix, vector, t.candidates)
+    # Excluded turns (shown already) are dropped from the candidates: take as many more, or a
+    # search that excludes the best turns is left with only their neighbours.
+    dense_rows, dense_sims = _dense_candidates(ix, vector, t.candidates + len(req.exclude))
     cand, base = _candidates(ix, req, lex, dense_rows, in_range)
     if cand.size == 0:
         return []
@@ -164,8 +166,8 @@ def _candidates(ix: RankedIndex, req: SearchRequest, lex, dense_rows: np.ndarray
         else:
             cand = np.intersect1d(np.concatenate([lex.units >> 1, lex.turns, dense_rows]), in_range)
     else:
-        top_u = lex.units[_top(lex.unit_scores, t.candidates)] >> 1
-        top_t = lex.turns[_top(lex.turn_scores, t.candidates)]
+        top_u = lex.units[_top(lex.unit_scores, t.candidates + len(req.exclude))] >> 1
+        top_t = lex.turns[_top(lex.turn_scores, t.candidates + len(req.exclude))]
         small_range = in_range if in_range.size <= RANGE_EXACT else np.zeros(0, dtype=np.int64)
         core = np.unique(np.concatenate([top_u, top_t, dense_rows, small_range]))
         cand = _with_neighbours(ix, core)

@@ -17,7 +17,7 @@ import logging
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING
 
@@ -28,6 +28,7 @@ from engine.paths import CharacterPaths
 from engine.search.base import SearchHit, SearchRequest, Side, Tuning
 from engine.search.text import content_terms, only_common_words
 from engine.stores.base import Hit, Query
+from engine.stores.diary.asking import ask_kind, has_content_words
 from engine.stores.diary.dates import label_range
 from engine.stores.diary.port import DiarySource
 from engine.stores.diary.people import OTHER, SELF, about_someone, mentions, names_participant
@@ -142,6 +143,8 @@ class Answering:
     prompts: "Prompts"
     tz: tzinfo
     budget: int
+    model_id: str = ""
+    """The embedder's model (the decision of `asking.py` has weights per model)."""
 
 
 def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> list[Hit]:
@@ -167,53 +170,58 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
                 expr = TimeExpression(sitting.group(0), *previous, sitting.span(), "", "previous_sitting")
                 ranges.append((expr, previous))
                 decision = RecallDecision(True, sitting.group(0))
-        span = None
         covered: set[str] = set()
         in_range_total = 0
+        whole = False
         if decision.use:
             cands, parts, span = _range_candidates(source, tz, ranges, decision, vector)
             if query.exclude and len(cands):
                 keep = [i for i, tid in enumerate(source.turn_ids(cands.rows)) if tid not in query.exclude]
                 cands = cands.take(np.array(keep, dtype=np.int64))
-            if len(cands) and _has_content(text, decision.cue):
-                # A question about content with a time range ("what book did I mention last
-                # week"): the whole range when it fits in three quarters of the budget, else the
-                # search with the range's matching lines first. The line that answers often shares
-                # no word with the question ("9月30号我为什么犹豫…" -> "奶奶住院了"); the quarter
-                # left lets the search find the turn when the asked date is misremembered.
-                trial = range_hits(source, how, cands, parts, budget=budget - budget // 4)
-                if any(h.meta.get("kind") in ("omitted", "digest") for h in trial):
-                    in_range_total = len(cands)
-                    trial = [h for h in trial if h.meta.get("kind") == "broken"]
-                found_in_range = trial
+            rest = residual(query.message, [e.span for e in expressions], names)
+            asked = ask_kind(piece_vector(query, rest), how.model_id, has_content=has_content_words(text, decision.cue))
+            whole = asked.kind == "range" and len(cands) > 0
+            if whole:
+                # The whole range (digests when long), and nothing competes with it.
+                found_in_range = range_hits(source, how, cands, parts, budget=budget, why=asked.how)
             else:
-                if len(cands) > 1 and _has_content(text, decision.cue):
-                    cands = _rank_in_range(source, cands, span, vector, text, side)
-                found_in_range = range_hits(source, how, cands, parts, budget=budget)
+                # Content within the range: its turns lead, all of them when they fit; else its
+                # best turns by the search within it, with a quarter left for other days (the line
+                # that answers often shares no word with the question, and the asked date may be
+                # misremembered). Other days fill what the range leaves.
+                found_in_range = range_hits(source, how, cands, parts, budget=budget, digest=False, why=asked.how)
+                if any(h.meta.get("kind") == "omitted" for h in found_in_range):
+                    in_range_total = len(cands)
+                    range_ids = set(source.turn_ids(cands.rows))
+                    ranked = _rank_in_range(source, cands, span, vector, text, side) if len(cands) > 1 else cands
+                    found_in_range = [h for h in range_hits(source, how, ranked, parts, budget=budget - budget // 4,
+                                                            digest=False, why=asked.how)
+                                      if h.meta.get("kind") != "omitted"]
             covered = {str(i) for h in found_in_range for i in (h.meta.get("ids") or [h.meta.get("id")]) if i}
-            if not in_range_total:
-                span = None
             hits += found_in_range
             budget -= sum(h.tokens or count_tokens(h.text) for h in found_in_range)
         cued = bool(recall_cue(query.message))
         about_us = cued or about_someone(query.message, *names_of)
         small_talk = is_small_talk(query.message, text, cued=cued, about_us=about_us, asks_range=decision.use)
-        if config.search and budget >= MIN_SEARCH_TOKENS and not small_talk:
+        if config.search and budget >= MIN_SEARCH_TOKENS and not small_talk and not whole:
             about_participant = is_question(query.message) and names_participant(query.message, *names_of)
             request = SearchRequest(
                 text=text, vector=vector, k=SEARCH_K, side=side, exclude=frozenset(covered) | query.exclude,
-                start=span[0] if span else None, end=span[1] if span else None, asks_memory=about_us,
-                about_participant=about_participant,
+                asks_memory=about_us, about_participant=about_participant,
             )
             found = source.search(request)
-            reason = "hybrid search (words + meaning)" + (", the asked range first" if span else "")
+            # what the range left (a content question's range that did not fit): every day alike
+            reason = "hybrid search (words + meaning)"
             lines = search_hits(
-                found, tz=tz, budget=budget - (NOTE_RESERVE if span else 0), max_line_tokens=config.max_turn_tokens,
+                found, tz=tz, budget=budget - (NOTE_RESERVE if in_range_total else 0), max_line_tokens=config.max_turn_tokens,
                 skip_texts=window, reason=reason, names=names_of,
             )
             hits += lines
-            if span:
-                hits += omitted_note(how.prompts, ranges, in_range_total, lines, found)
+        else:
+            lines = []
+        if in_range_total:
+            shown = covered | {i for h in lines for i in h.meta.get("ids", ()) if i in range_ids}
+            hits += omitted_note(how.prompts, ranges, in_range_total, len(shown))
     return hits
 
 
@@ -236,25 +244,31 @@ def previous_sitting(source: DiarySource, now: datetime) -> tuple[datetime, date
     return None
 
 
-def _has_content(text: str, cue: str) -> bool:
-    """Words beyond the time expression and the recall cue ("what BOOK did I mention")."""
-    rest = text.replace(cue, " ") if cue else text
-    return bool(content_terms(rest))
-
-
-def query_texts(config, message: str, recent, names: Names) -> list[str]:
+def query_texts(config, message: str, recent, names: Names, tz: tzinfo) -> list[str]:
     """What the diary asks the orchestrator to embed for it (both backends): the message alone,
     when the query text also carries the window's last turn, since the search ranks a standalone
     question better by its own vector (measured on LoCoMo: +3 points); and without the
     participants' names: nearly every line is said to or by one of them, so a name in the vector
     matches everything a little and the topic less (the side prior decides whose lines rank
-    first; LoCoMo tuning split: multi-hop 0.576 -> 0.641)."""
-    if not (config.enabled and config.search and message.strip()):
+    first; LoCoMo tuning split: multi-hop 0.576 -> 0.641). A message with time words also asks
+    for its `residual`, which tells what a time question asks for (`asking.py`)."""
+    if not (config.enabled and message.strip()):
         return []
     text = " ".join(search_text(message, [], names).split())
-    if text and text != message:
-        return [text]
-    return [message] if recent else []
+    own = [text] if text and text != message else [message] if recent else []
+    from engine.timeparse import parse_time_ranges
+
+    spans = [e.span for e in parse_time_ranges(message, now=datetime.now(tz))]
+    rest = residual(message, spans, names) if spans else ""
+    if rest and rest not in own:
+        return (own or [message]) + [rest]
+    return own if config.search else []
+
+
+def residual(message: str, spans: Sequence[tuple[int, int]], names: Names) -> str:
+    """The message without its time words and the participants' names, spaces collapsed: what a
+    time question asks, whatever day it names."""
+    return " ".join(search_text(message, spans, names).split())
 
 
 def message_vector(query: Query) -> np.ndarray | None:
@@ -264,6 +278,14 @@ def message_vector(query: Query) -> np.ndarray | None:
     if texts and vectors is not None and len(vectors):
         return np.asarray(vectors[0], dtype=np.float32)
     return query.vector
+
+
+def piece_vector(query: Query, text: str) -> np.ndarray | None:
+    """The vector of a piece the diary asked for by its text (None when not embedded)."""
+    texts, vectors = query.pieces.get(STORE, ((), None))
+    if vectors is None or text not in texts:
+        return None
+    return np.asarray(vectors[texts.index(text)], dtype=np.float32)
 
 
 def _range_candidates(source: DiarySource, tz: tzinfo, ranges, decision, vector):
@@ -325,9 +347,11 @@ def _rank_in_range(source: DiarySource, cands: RangeTurns, span, vector, text: s
     return cands.ranked([best.get(i, 0.0) for i in source.turn_ids(cands.rows)])
 
 
-def range_hits(source: DiarySource, how: Answering, cands: RangeTurns, parts: list, *, budget: int) -> list[Hit]:
-    """A used range: all its turns, its best turns, or per-day digests, plus the notes (a day file
-    that could not be read is named; an empty range says so)."""
+def range_hits(source: DiarySource, how: Answering, cands: RangeTurns, parts: list, *, budget: int,
+               digest: bool = True, why: str = "") -> list[Hit]:
+    """A used range: all its turns, its best turns, or per-day digests (`digest`: a long range
+    over several days; content questions want turns), plus the notes (a day file that could not
+    be read is named; an empty range says so). `why`: what the question asks, for the reasons."""
     language = how.prompts.language
     ranges = "；".join(f"“{e.text}” {d}" for e, d, *_ in parts) if language == "zh" else "; ".join(
         f'"{e.text}" {d}' for e, d, *_ in parts
@@ -344,13 +368,18 @@ def range_hits(source: DiarySource, how: Answering, cands: RangeTurns, parts: li
             return pinned
         text = f"（{ranges} 没有任何对话记录）" if language == "zh" else f"(no conversation records for {ranges})"
         return [Hit(STORE, text, 1.0, f"{ranges}: 0 turns", pinned=True, meta={"kind": "empty"})]
-    return pinned + _range_lines(source, how, cands, ranges, budget)
+    lines = _range_lines(source, how, cands, ranges, budget, digest=digest)
+    if why:
+        lines = [replace(h, reason=f"{h.reason}; {why}") if h.meta.get("kind") in ("turn", "digest") else h
+                 for h in lines]
+    return pinned + lines
 
 
-def _range_lines(source: DiarySource, how: Answering, cands: RangeTurns, ranges: str, budget: int) -> list[Hit]:
+def _range_lines(source: DiarySource, how: Answering, cands: RangeTurns, ranges: str, budget: int, *,
+                 digest: bool) -> list[Hit]:
     language, config = how.prompts.language, how.config
     n_days = len(cands.days)
-    if len(cands) <= config.digest_over_turns or n_days == 1:
+    if not digest or len(cands) <= config.digest_over_turns or n_days == 1:
         hits, left = raw_hits(cands, source.entries, tz=how.tz, budget=budget, max_turn_tokens=config.max_turn_tokens,
                               limit=RAW_CANDIDATES)
         if not left:

@@ -5,7 +5,8 @@ one resolved to (by `engine.timeparse`, against the turn's own time) with the en
 it in the injected line: `… yesterday … [yesterday (2023-05-07)]`. The annotation follows the
 text instead of being spliced into it, so the original words stay intact. A yearless date in a
 sentence about the future ("see you on Christmas") means the coming one, and a habit or a question about
-a past day ("昨天我们聊了什么？") stores none (`engine.timeparse.tense`).
+a past day ("昨天我们聊了什么？") stores none (`engine.timeparse.tense`), nor a day the turn asks about
+as a time question does (`asked_about`).
 Deterministic and offline.
 """
 
@@ -33,6 +34,7 @@ def resolve_dates(texts: list[str], at: datetime, tz: tzinfo) -> tuple[tuple[str
 
     now = at.astimezone(tz)
     own_day = f"{now:%Y-%m-%d}"
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     out: dict[str, str] = {}
     for text in texts:
         if not text.strip():
@@ -42,6 +44,7 @@ def resolve_dates(texts: list[str], at: datetime, tz: tzinfo) -> tuple[tuple[str
         except (TimeExpressionError, ValueError, RecursionError) as exc:
             log.warning("diary: time expressions in a turn could not be resolved (%s)", exc)
             continue
+        asked = asked_about(text, now)
         anchor = None  # the last date in this text that named its month, and its resolved start
         for expr in sorted(found, key=lambda e: e.span):
             # None: a habit names no day, a question about a past day is no event of it
@@ -49,6 +52,8 @@ def resolve_dates(texts: list[str], at: datetime, tz: tzinfo) -> tuple[tuple[str
             if resolved is None:
                 continue
             start, end = resolved
+            if expr.span in asked and start < today:
+                continue
             if anchor is not None:
                 start, end = in_named_month(text, expr, *anchor) or (start, end)
             if expr.kind.split("+")[0] in _NAMES_A_MONTH:
@@ -61,6 +66,29 @@ def resolve_dates(texts: list[str], at: datetime, tz: tzinfo) -> tuple[tuple[str
             if len(out) >= MAX_DATES:
                 break
     return tuple(out.items())
+
+
+_SENTENCE = re.compile(r"[^。！？!?.\n；;]+[。！？!?.\n；;]*")
+
+
+def asked_about(text: str, now: datetime) -> set[tuple[int, int]]:
+    """The spans of the past days a sentence of `text` asks about, as a time question would read it
+    (`recall.decide_for`): "6月3号我跟你推荐的电影叫什么来着", "Yesterday I told you about my sister,
+    right?". What a turn asks about is no event of that day: stored, it would come back as one. A
+    sentence at a time: a question after a story ("I went camping last week. Have you been?") asks
+    nothing of the story's days."""
+    from engine.stores.diary.recall import before_today, decide_for, past_ranges
+    from engine.timeparse import parse_time_ranges
+
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    out: set[tuple[int, int]] = set()
+    for m in _SENTENCE.finditer(text):
+        sentence = m.group()
+        ranges = past_ranges(sentence, parse_time_ranges(sentence, now=now), now)
+        if ranges and decide_for(sentence, ranges, now).use:
+            out |= {(expr.span[0] + m.start(), expr.span[1] + m.start())
+                    for expr, (start, stop) in ranges if before_today(start, stop, today)}
+    return out
 
 
 def describe_range(start: datetime, end: datetime) -> str:

@@ -70,8 +70,11 @@ _EN_MEMORY = re.compile(
     # forgot / forget only with what was forgotten asked about ("I forgot what I told you"); "I
     # forgot my keys yesterday" is a statement
     r"\b((?<!\bi )(?<!\bwe )(?<!\bi still )(?<!\bi also )"
-    r"(?:(?<=you )remember|remember(?=[^.?!]*\b(?:i|me|my|we|us|our|you|your)\b))|recall|remind me|"
-    r"(?<!always )(?<!often )(?<!again )(forgot|forget|forgotten)\s+(what(?!\s+i\s+(even\s+)?(wanted|was going|meant|came))|where|who|when|which|whether|if|"
+    # "I'll always remember …" states a memory; "… remind me of family love" is no request
+    r"(?<!always )(?<!never )(?:(?<=you )remember|remember(?=[^.?!]*\b(?:i|me|my|we|us|our|you|your)\b))|recall"
+    r"|remind me(?! of\b)|"
+    # "I'll never forget what happened" / "I won't forget what you said" is a statement
+    r"(?<!always )(?<!often )(?<!again )(?<!never )(?<!won't )(forgot|forget|forgotten)\s+(what(?!\s+i\s+(even\s+)?(wanted|was going|meant|came))|where|who|when|which|whether|if|"
     r"how(?!\s+(much|many|to|good|fun|nice|great|hard|easy))|the name)|"
     r"(refresh|jog) my memory|(can'?t|cannot|can not|couldn'?t|don'?t) (remember|recall) (what|where|who|when|which|whether|the name)|"
     r"\b(we|you and i|i and you|i|you)\s+(\w+\s+)?(talk|talked|chat|chatted|speak|spoke|discuss|discussed)\s+about|"
@@ -215,7 +218,8 @@ _ABOUT_NOW = re.compile(
     # the character's own day ("你昨天过得怎么样", "昨晚的球赛你看了吗", "你假期干嘛了", "你去年过年咋过的",
     # "what did you get up to yesterday", "what was yesterday like for you")
     r"|(?<![跟和对给向问把])你[^，。！？,.!?]{0,8}?(了吗|了没|过得|咋过|怎么过|是不是|干嘛|干啥|做什么|做啥|在干|会[^，。！？,.!?]{0,6}吗|有没有|想我|无聊)"
-    r"|\bwhat did you (get up to|do)\b|\bwhat were you up to\b|\bwhat was \w+(?: \w+)? like for you\b|\bwhat was your \w+(?: \w+)? like\b"
+    # a storyteller's opener: "Guess what I did on Wednesday?", "你猜我昨天遇到谁了"
+    r"|\bguess what\b|你猜|\bwhat did you (get up to|do)\b|\bwhat were you up to\b|\bwhat was \w+(?: \w+)? like for you\b|\bwhat was your \w+(?: \w+)? like\b"
     # a guess at a cause ("是不是昨晚喝水太多"), a rhetorical or general question ("Wasn't last
     # night's finale awful?", "What does that usually mean?"), why someone else did something
     r"|^\s*(是不是|会不会|难道)|\b(wasn'?t|isn'?t|weren'?t|aren'?t)\s+(it|that|this|the|last|those)\b"
@@ -388,14 +392,14 @@ def decide(message: str, *, has_past_range: bool, require_cue: bool = True,
     if cue or not require_cue:
         return RecallDecision(True, cue)
     question = is_question(message)
-    asking = question or bool(_ASKING.search(message))
     told = _TOLD.search(message)
     # the request must be more than the words that say what was told ("你给我写的诗真好看")
     if told and (question or _ASKING.search(f"{message[:told.start()]}。{message[told.end():]}")):
         return RecallDecision(True, told.group(0))
     clauses = _clauses(message, past_spans, long_spans, names) if past_spans or long_spans else []
     talk = _talk_then(clauses)
-    if talk and asking:
+    # as for what was told, the words naming the talk are no request ("你给我推荐的那首歌我听了一晚上")
+    if talk and (question or _ASKING.search(message.replace(talk, "。", 1))):
         return RecallDecision(True, talk)
     if question and _asks_about_then(clauses):
         return RecallDecision(True, "a question about a past day")

@@ -202,14 +202,12 @@ def search_hits(
     return out
 
 
-def omitted_note(
-    prompts, ranges: Sequence, total: int, lines: Sequence[Hit], found: Sequence[SearchHit]
-) -> list[Hit]:
-    """After a range too long to show was answered by the search: the pinned "N of the range's
-    turns are not shown" note (none when every turn of the range made it into `lines`).
-    `ranges`: (expression, clipped range) pairs; `prompts`: the store's `Prompts`."""
-    shown = {i for h in lines for i in h.meta["ids"]} & {h.turn_id for h in found if h.in_range}
-    omitted = total - len(shown)
+def omitted_note(prompts, ranges: Sequence, total: int, shown: int) -> list[Hit]:
+    """After a range too long to show was answered by its best turns and the search: the pinned "N
+    of the range's turns are not shown" note (none when every turn of the range made it into the
+    prompt). `ranges`: (expression, clipped range) pairs; `shown`: the range's turns in the prompt;
+    `prompts`: the store's `Prompts`."""
+    omitted = total - shown
     if omitted <= 0:
         return []
     text = "; ".join(f'"{e.text}"' for e, _ in ranges)

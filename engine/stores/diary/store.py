@@ -62,12 +62,13 @@ class DiaryStore:
     # -- the Store protocol ---------------------------------------------------------------------
 
     def query_texts(self, message: str, recent: Sequence[Message]) -> list[str]:
-        return query_texts(self.config, message, recent, self.names())
+        return query_texts(self.config, message, recent, self.names(), self.tz)
 
     def retrieve(self, query: Query) -> list[Hit]:
         if not self.config.enabled:
             return []
-        how = Answering(config=self.config, prompts=self.prompts, tz=self.tz, budget=self.budget_tokens)
+        how = Answering(config=self.config, prompts=self.prompts, tz=self.tz, budget=self.budget_tokens,
+                        model_id=self.embedder.model_id)
         return answer(self.backend.source(query.user_id), how, query, self.names())
 
     def names(self) -> Names:

@@ -1,0 +1,88 @@
+"""What a time question asks for: the whole range ("what did we talk about yesterday", "那天都说了啥",
+"remind me what I told you on Sunday") or something within it ("what book did I mention yesterday",
+"6月3号我推荐的电影叫什么", "why was I upset on Monday").
+
+The answer differs: a whole range is shown whole (digests when long) and nothing competes with it;
+content ranks the range's turns first and lets other days fill what is left.
+
+The decision is learned, not written as phrasings: a logistic regression over the embedding of the
+question with its time words and the participants' names removed (`residual`), one row of weights
+per embedding model in `ask_kind.json`, trained by `scripts/train_ask_kind.py` on the labelled
+paraphrase sets in tests/data/time_questions/ (a third of the first set held out; the test suite
+checks the decision on it). The residual is embedded in the prompt's one embedding call (the diary
+asks for it as a query piece). An embedder with no trained row (a hosted model) falls back to
+words: a question with content words beyond its recall cue asks for content.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+WEIGHTS = Path(__file__).with_name("ask_kind.json")
+
+AskKind = Literal["range", "content"]
+
+
+@dataclass(frozen=True)
+class Asked:
+    kind: AskKind
+    how: str
+    """Why, for the hit's reason: the model's probability, or the words' rule."""
+
+
+@dataclass(frozen=True)
+class Model:
+    model_id: str
+    weights: np.ndarray
+    bias: float
+    scale: float
+
+
+@lru_cache(maxsize=8)
+def model_for(model_id: str, path: Path = WEIGHTS) -> Model | None:
+    """The trained row for an embedding model, or None (no row: the words decide)."""
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    row = rows.get("models", {}).get(model_id)
+    if row is None:
+        return None
+    weights = np.asarray(row["weights"], dtype=np.float32)
+    if weights.ndim != 1 or not weights.size:
+        raise ValueError(f"{path}: models.{model_id}.weights must be a list of numbers")
+    return Model(model_id, weights, float(row["bias"]), float(row["scale"]))
+
+
+def probability_range(model: Model, vector: np.ndarray) -> float:
+    z = float(np.dot(np.asarray(vector, dtype=np.float32).ravel() * model.scale, model.weights)) + model.bias
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+
+def has_content_words(text: str, cue: str) -> bool:
+    """The fallback's rule: words beyond the time expression and the recall cue ("what BOOK did I
+    mention"); `text`: the message without its time words."""
+    from engine.search.text import content_terms
+
+    rest = text.replace(cue, " ") if cue else text
+    return bool(content_terms(rest))
+
+
+def ask_kind(vector: np.ndarray | None, model_id: str, *, has_content: bool) -> Asked:
+    """`vector`: the residual's embedding (None when the embedder failed); `has_content`: the
+    residual holds words beyond the recall cue (the fallback's rule)."""
+    model = model_for(model_id) if vector is not None else None
+    if model is not None and model.weights.size == np.asarray(vector).size:
+        p = probability_range(model, vector)
+        return Asked("range" if p >= 0.5 else "content", f"asks for the whole range: p={p:.2f}")
+    return Asked("content" if has_content else "range", "content words" if has_content else "no content words")
+
+
+__all__ = ["AskKind", "Asked", "Model", "WEIGHTS", "ask_kind", "has_content_words", "model_for", "probability_range"]
