@@ -34,6 +34,8 @@ from engine.search.text import is_content, terms
 
 RANGE_EXACT = 5000
 """A time range with at most this many turns is scored whole; a longer one through candidates."""
+RANGE_PER_HIT = 8
+"""Within a range (`only_range`), at most this many turns per hit asked for are scored whole."""
 
 
 def search(ix: RankedIndex, req: SearchRequest) -> list[SearchHit]:
@@ -62,7 +64,7 @@ def _rank(ix: RankedIndex, req: SearchRequest, q_terms: list[str], content: set[
     # Excluded turns (shown already) are dropped from the candidates: take as many more, or a
     # search that excludes the best turns is left with only their neighbours.
     dense_rows, dense_sims = _dense_candidates(ix, vector, t.candidates + len(req.exclude))
-    cand, base = _candidates(ix, req, lex, dense_rows, in_range)
+    cand, base = _candidates(ix, req, lex, dense_rows, in_range, vector)
     if cand.size == 0:
         return []
     halves = np.stack([2 * cand, 2 * cand + 1], axis=1)
@@ -156,15 +158,19 @@ def _expanded(ix: RankedIndex, near: "futures.Future[list[int]] | None", halves:
     return ix.bm25.score_units(ids, halves.reshape(-1), ix.alive.view, ix.version).reshape(halves.shape)
 
 
-def _candidates(ix: RankedIndex, req: SearchRequest, lex, dense_rows: np.ndarray, in_range: np.ndarray) -> np.ndarray:
+def _candidates(ix: RankedIndex, req: SearchRequest, lex, dense_rows: np.ndarray, in_range: np.ndarray,
+                vector: np.ndarray | None) -> np.ndarray:
     """(rows to score, which of them are candidates in their own right rather than neighbours):
     the top of each signal (and a small range whole), with their neighbours."""
     t = ix.tuning
     if req.only_range:
-        if in_range.size <= RANGE_EXACT:
+        if in_range.size <= min(RANGE_EXACT, RANGE_PER_HIT * req.k):
             cand = in_range
         else:
-            cand = np.intersect1d(np.concatenate([lex.units >> 1, lex.turns, dense_rows]), in_range)
+            # A range much longer than the hits asked for: its best turns by meaning (one product
+            # over the range's turn vectors) and by words, not the whole range through every signal.
+            near = _nearest_in(ix, vector, in_range, RANGE_PER_HIT * req.k // 2)
+            cand = np.union1d(np.intersect1d(np.concatenate([lex.units >> 1, lex.turns, dense_rows]), in_range), near)
     else:
         top_u = lex.units[_top(lex.unit_scores, t.candidates + len(req.exclude))] >> 1
         top_t = lex.turns[_top(lex.turn_scores, t.candidates + len(req.exclude))]
@@ -241,6 +247,14 @@ def _top(scores: np.ndarray, k: int) -> np.ndarray:
     if scores.size <= k:
         return np.arange(scores.size)
     return np.argpartition(-scores, k)[:k]
+
+
+def _nearest_in(ix: RankedIndex, vector: np.ndarray | None, rows: np.ndarray, k: int) -> np.ndarray:
+    """The `k` of `rows` whose turn vectors are nearest `vector` (none without a vector)."""
+    if vector is None or rows.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    sims = ix.vectors.take(rows, kind=2) @ np.asarray(vector, dtype=np.float32).reshape(-1)
+    return np.sort(rows[_top(sims, k)])
 
 
 def _range_rows(ix: RankedIndex, start: int | None, end: int | None) -> np.ndarray:

@@ -47,6 +47,9 @@ if TYPE_CHECKING:
 RAW_CANDIDATES = 400
 """At most this many raw turns of one range are read from disk to choose from."""
 MIN_SEARCH_TOKENS = 40
+MIN_LINE_TOKENS = 16
+"""No turn's line costs less (its time and the two speakers' marks): a budget holds at most
+budget // this many turns."""
 SEARCH_K = 80
 """Search results asked for (more than fit: some are skipped as duplicates of the window)."""
 
@@ -184,18 +187,22 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
             if whole:
                 # The whole range (digests when long), and nothing competes with it.
                 found_in_range = range_hits(source, how, cands, parts, budget=budget, why=asked.how)
-            else:
+                if not asked.sure and any(h.meta.get("kind") in ("digest", "omitted") for h in found_in_range):
+                    whole = False  # it does not fit: unless surely a recap, answered as content
+            if not whole:
                 # Content within the range: its turns lead, all of them when they fit; else its
                 # best turns by the search within it, with a quarter left for other days (the line
                 # that answers often shares no word with the question, and the asked date may be
                 # misremembered). Other days fill what the range leaves.
-                found_in_range = range_hits(source, how, cands, parts, budget=budget, digest=False, why=asked.how)
-                if any(h.meta.get("kind") == "omitted" for h in found_in_range):
+                at_most = budget // MIN_LINE_TOKENS  # more turns than this cannot fit: no need to read them
+                if len(cands) <= at_most:
+                    found_in_range = range_hits(source, how, cands, parts, budget=budget, digest=False, why=asked.how)
+                if len(cands) > at_most or any(h.meta.get("kind") == "omitted" for h in found_in_range):
                     in_range_total = len(cands)
                     range_ids = set(source.turn_ids(cands.rows))
-                    ranked = _rank_in_range(source, cands, span, vector, text, side) if len(cands) > 1 else cands
+                    ranked = _rank_in_range(source, cands, span, vector, text, side, k=at_most) if len(cands) > 1 else cands
                     found_in_range = [h for h in range_hits(source, how, ranked, parts, budget=budget - budget // 4,
-                                                            digest=False, why=asked.how)
+                                                            digest=False, why=asked.how, read_at_most=at_most)
                                       if h.meta.get("kind") != "omitted"]
             covered = {str(i) for h in found_in_range for i in (h.meta.get("ids") or [h.meta.get("id")]) if i}
             hits += found_in_range
@@ -335,10 +342,11 @@ def _told_of_afterwards(source: DiarySource, tz: tzinfo, lo: int, hi: int, why: 
     return after.take(np.array(keep, dtype=np.int64)) if keep else None
 
 
-def _rank_in_range(source: DiarySource, cands: RangeTurns, span, vector, text: str, side) -> RangeTurns:
-    """Scores for the range's turns from the search restricted to the range (best half)."""
+def _rank_in_range(source: DiarySource, cands: RangeTurns, span, vector, text: str, side, *, k: int) -> RangeTurns:
+    """Scores for the range's turns from the search restricted to the range (its `k` best turns,
+    about what can be shown; the rest score 0)."""
     found: list[SearchHit] = source.search(
-        SearchRequest(text=text, vector=vector, k=min(2 * len(cands), RAW_CANDIDATES), start=span[0], end=span[1],
+        SearchRequest(text=text, vector=vector, k=min(2 * len(cands), k), start=span[0], end=span[1],
                       only_range=True, side=side)
     )
     best: dict[str, float] = {}
@@ -348,7 +356,7 @@ def _rank_in_range(source: DiarySource, cands: RangeTurns, span, vector, text: s
 
 
 def range_hits(source: DiarySource, how: Answering, cands: RangeTurns, parts: list, *, budget: int,
-               digest: bool = True, why: str = "") -> list[Hit]:
+               digest: bool = True, why: str = "", read_at_most: int = RAW_CANDIDATES) -> list[Hit]:
     """A used range: all its turns, its best turns, or per-day digests (`digest`: a long range
     over several days; content questions want turns), plus the notes (a day file that could not
     be read is named; an empty range says so). `why`: what the question asks, for the reasons."""
@@ -368,7 +376,7 @@ def range_hits(source: DiarySource, how: Answering, cands: RangeTurns, parts: li
             return pinned
         text = f"（{ranges} 没有任何对话记录）" if language == "zh" else f"(no conversation records for {ranges})"
         return [Hit(STORE, text, 1.0, f"{ranges}: 0 turns", pinned=True, meta={"kind": "empty"})]
-    lines = _range_lines(source, how, cands, ranges, budget, digest=digest)
+    lines = _range_lines(source, how, cands, ranges, budget, digest=digest, limit=min(read_at_most, RAW_CANDIDATES))
     if why:
         lines = [replace(h, reason=f"{h.reason}; {why}") if h.meta.get("kind") in ("turn", "digest") else h
                  for h in lines]
@@ -376,12 +384,12 @@ def range_hits(source: DiarySource, how: Answering, cands: RangeTurns, parts: li
 
 
 def _range_lines(source: DiarySource, how: Answering, cands: RangeTurns, ranges: str, budget: int, *,
-                 digest: bool) -> list[Hit]:
+                 digest: bool, limit: int) -> list[Hit]:
     language, config = how.prompts.language, how.config
     n_days = len(cands.days)
     if not digest or len(cands) <= config.digest_over_turns or n_days == 1:
         hits, left = raw_hits(cands, source.entries, tz=how.tz, budget=budget, max_turn_tokens=config.max_turn_tokens,
-                              limit=RAW_CANDIDATES)
+                              limit=limit)
         if not left:
             return hits
         return hits + [omitted_hit(how.prompts, ranges, len(cands), left,

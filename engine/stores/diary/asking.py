@@ -30,11 +30,20 @@ WEIGHTS = Path(__file__).with_name("ask_kind.json")
 AskKind = Literal["range", "content"]
 
 
+SURE_OF_RANGE = 0.97
+"""A range that does not fit as turns is answered by digests only when the model is this sure the
+whole range is asked: digests of a content question lose its answer, while a whole-range question
+answered by its best turns still shows most of it (LoCoMo's third-person questions, "What did Nate
+undergo in April 2022?", read as recaps at p 0.9-0.95)."""
+
+
 @dataclass(frozen=True)
 class Asked:
     kind: AskKind
     how: str
     """Why, for the hit's reason: the model's probability, or the words' rule."""
+    sure: bool = False
+    """The whole range is asked beyond doubt (`SURE_OF_RANGE`; the words' rule never is)."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +90,7 @@ def ask_kind(vector: np.ndarray | None, model_id: str, *, has_content: bool) -> 
     model = model_for(model_id) if vector is not None else None
     if model is not None and model.weights.size == np.asarray(vector).size:
         p = probability_range(model, vector)
-        return Asked("range" if p >= 0.5 else "content", f"asks for the whole range: p={p:.2f}")
+        return Asked("range" if p >= 0.5 else "content", f"asks for the whole range: p={p:.2f}", p >= SURE_OF_RANGE)
     return Asked("content" if has_content else "range", "content words" if has_content else "no content words")
 
 
