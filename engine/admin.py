@@ -15,11 +15,14 @@ stores (users, status, reindex). The surfaces never reach past it into a store.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 from typing import Protocol
+
+import numpy as np
 
 from engine.character import Character, list_characters, load_character
 from engine.config import EngineConfig
@@ -33,8 +36,8 @@ from engine.stores.base import Hit, Store
 from engine.stores.core import CoreAdmin, CoreMemoryStore, Fact, FactNotFoundError, FactStoreBusyError, FactTextError
 from engine.stores.diary import DiaryEntry, DiaryStore
 from engine.stores.diary.results import DiarySearchResult
+from engine.stores.diary.writing import fallback_digest
 from engine.stores.worldbook import BookStatus, WorldBookStore, format_errors, validate_folder
-
 
 
 class MemoryHost(Protocol):
@@ -49,11 +52,15 @@ class MemoryHost(Protocol):
     def explain(self, message: str, *, store: str, user_id: str | None = None,
                 now: datetime | None = None) -> tuple[list[Hit], list[str]]: ...
 
+    def explain_stores(self, message: str, *, stores: Sequence[str], user_id: str | None = None,
+                       now: datetime | None = None) -> tuple[dict[str, list[Hit]], list[str], np.ndarray | None]: ...
+
+
 log = logging.getLogger(__name__)
 
 __all__ = [
     "MemoryAdmin", "StoreDisabledError", "TurnNotFoundError", "FactNotFoundError", "FactStoreBusyError",
-    "FactTextError", "Fact", "Hit", "check_world_book_folder",
+    "FactTextError", "Fact", "Hit", "check_world_book_folder", "DayDigest", "Recall", "DiaryMatch", "MemorySearch",
 ]
 
 
@@ -263,9 +270,9 @@ class MemoryAdmin:
         return self._diary.entries(user_id, start, end)
 
     def search_diary(self, user_id: str, text: str, *, start: datetime | None = None, end: datetime | None = None,
-                     k: int = 20) -> list[DiarySearchResult]:
+                     k: int = 20, vector: np.ndarray | None = None) -> list[DiarySearchResult]:
         validate_id(user_id, kind="user id")
-        return self._diary.search(user_id, text, start=start, end=end, k=k)
+        return self._diary.search(user_id, text, start=start, end=end, k=k, vector=vector)
 
     def diary_turn(self, user_id: str, turn_id: str) -> DiaryEntry:
         entry = self._diary.get(user_id, turn_id)
@@ -344,6 +351,111 @@ class MemoryAdmin:
         if changed:
             log.info("admin: re-dated %d diary turns of %s/%s", changed, self._orch.paths.root.name, user_id)
         return changed
+
+    # == across stores: a range recalled, everything searched (issue 40; the MCP tools ask these) ==
+
+    def recall(self, user_id: str, start: datetime, end: datetime, *, limit: int = 50) -> Recall:
+        """What was said in [start, end): its turns, or one digest per day when the range holds
+        more than `diary.digest_over_turns` turns over several days (as a prompt shows a named
+        range, without the token budget). At most `limit` turns (the first) or days (the latest).
+        The range is read as the prompt reads it (the day index's columns: no day file is parsed
+        for a digest)."""
+        validate_id(user_id, kind="user id")
+        diary = self._diary
+        source = diary.backend.source(user_id)
+        with source.hold():
+            span = source.span(math.ceil(start.timestamp()), math.ceil(end.timestamp()), None, lambda n, dropped: "")
+            days = list(dict.fromkeys(span.day.tolist()))  # in time order
+            if len(span) <= diary.config.digest_over_turns or len(days) <= 1:
+                turns = tuple(source.entries(span.rows[:limit]))
+                return Recall(start, end, len(span), len(days), turns, ())
+            digests = []
+            for day in days[-limit:]:
+                group = span.day == day
+                n = int(group.sum())
+                text, source_of = source.digest(day, n), "llm digest"
+                if not text:
+                    tags = span.tag[group].tolist()
+                    text, source_of = fallback_digest(tags, language=diary.prompts.language), "digest from tags"
+                digests.append(DayDigest(date.fromisoformat(day), n, text, source_of))
+        return Recall(start, end, len(span), len(days), (), tuple(digests))
+
+    def search_memory(self, user_id: str, text: str, *, start: datetime | None = None, end: datetime | None = None,
+                      k: int = 10, now: datetime | None = None) -> MemorySearch:
+        """Every store asked about `text`: the diary's hybrid search (within [start, end) when given),
+        the facts and the world-book entries it would bring into a prompt, each with why. A store
+        that is off adds nothing; nothing is recorded."""
+        validate_id(user_id, kind="user id")
+        # One embedding call: the facts' and the world book's previews embed the text, and the
+        # diary's search reuses that vector.
+        stores = [name for name in ("core", "world_book") if self._has(name)]
+        hits: dict[str, list[Hit]] = {}
+        diagnostics: list[str] = []
+        vector = None
+        if stores:
+            hits, notes, vector = self._orch.explain_stores(text, stores=stores, user_id=user_id, now=now)
+            diagnostics = list(dict.fromkeys(notes))
+        matches: tuple[DiaryMatch, ...] = ()
+        if self._has("diary"):
+            found = self.search_diary(user_id, text, start=start, end=end, k=k, vector=vector)
+            turns = {e.id: e for e in self.diary_turns(user_id, [r.turn_id for r in found])}
+            matches = tuple(DiaryMatch(turns[r.turn_id], r.score, r.side, r.why) for r in found if r.turn_id in turns)
+        return MemorySearch(matches, tuple(hits.get("core", [])[:k]), tuple(hits.get("world_book", [])[:k]),
+                            tuple(diagnostics))
+
+
+@dataclass(frozen=True)
+class DayDigest:
+    day: date
+    """A local day in the character's time zone."""
+    turns: int
+    """Turns of that day within the recalled range."""
+    text: str
+    """What the day was about: the memory LLM's digest, else the topics from the turns' tags."""
+    source: str
+    """`llm digest` or `digest from tags`."""
+
+
+@dataclass(frozen=True)
+class Recall:
+    """What `MemoryAdmin.recall` found in a range: turns, or per-day digests (never both)."""
+
+    start: datetime
+    end: datetime
+    """Exclusive."""
+    total: int
+    """Turns in the range."""
+    days: int
+    """Local days with turns in the range."""
+    turns: tuple[DiaryEntry, ...]
+    """The range's turns, oldest first (at most the `limit` asked for; `total` says how many there are)."""
+    digests: tuple[DayDigest, ...]
+    """One per day, oldest first, when the range was too long for its turns (the latest `limit` days)."""
+
+
+@dataclass(frozen=True)
+class DiaryMatch:
+    """One turn the diary's search found."""
+
+    turn: DiaryEntry
+    score: float
+    side: str
+    """The half that matched best: "user" or "assistant"."""
+    why: str
+    """"words", "meaning", "context" or "range" (see `DiarySearchResult`)."""
+
+
+@dataclass(frozen=True)
+class MemorySearch:
+    """What `MemoryAdmin.search_memory` found, per store."""
+
+    diary: tuple[DiaryMatch, ...]
+    facts: tuple[Hit, ...]
+    """Core facts that clear the store's threshold, as a prompt would get them (reason: the similarity)."""
+    world_book: tuple[Hit, ...]
+    """Entries the text fires (reason: the keyword or the similarity)."""
+    diagnostics: tuple[str, ...]
+    """Degradations while asking (a store timed out, the embedder failed)."""
 
 
 def check_world_book_folder(folder: Path) -> str | None:

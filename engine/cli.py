@@ -295,6 +295,9 @@ def build_parser() -> argparse.ArgumentParser:
     from engine.backends import db_cli as cli_db
 
     COMMANDS["db"] = cli_db.add_parser(sub, _command, _common)
+    from engine.mcp import stdio as cli_mcp
+
+    COMMANDS["mcp"] = cli_mcp.add_parser(sub, _command, _common)
     return parser
 
 

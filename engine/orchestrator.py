@@ -23,6 +23,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from engine.adapters.embedder import Embedder
 from engine.admin import MemoryAdmin
 from engine.adapters.llm import LLM
@@ -305,12 +307,22 @@ class MemoryOrchestrator:
                 now: datetime | None = None) -> tuple[list[Hit], list[str]]:
         """What one store would contribute for `message`, and the diagnostics; nothing is recorded
         and no window is read (the world book's "try a message", previews)."""
+        hits, diagnostics, _ = self.explain_stores(message, stores=(store,), user_id=user_id, now=now)
+        return hits[store], diagnostics
+
+    def explain_stores(self, message: str, *, stores: Sequence[str], user_id: str | None = None,
+                       now: datetime | None = None) -> tuple[dict[str, list[Hit]], list[str], np.ndarray | None]:
+        """`explain` for several stores at once, from one embedding call: (hits per store, the
+        diagnostics, the message's vector, for a search that follows; None when the embedder failed)."""
         self._check_open()
-        if store not in {s.name for s in self.stores}:
-            raise KeyError(f"no store named {store!r} (have: {', '.join(s.name for s in self.stores)})")
+        have = {s.name for s in self.stores}
+        for store in stores:
+            if store not in have:
+                raise KeyError(f"no store named {store!r} (have: {', '.join(s.name for s in self.stores)})")
         uid = validate_id(user_id, kind="user id") if user_id else "-"
-        read = self._reader.read(message, user_id=uid, now=self._local(now), recent=(), text=message, only={store})
-        return list(read.hits_by_tier.get(store, [])), list(read.diagnostics)
+        read = self._reader.read(message, user_id=uid, now=self._local(now), recent=(), text=message, only=set(stores))
+        return ({store: list(read.hits_by_tier.get(store, [])) for store in stores}, list(read.diagnostics),
+                read.query.vector)
 
     def journal_status(self, user_id: str | None = None) -> JournalStatus:
         """Unfinished memory work per user (pending and failed jobs with their errors), read from

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-
+import os
+import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,3 +123,17 @@ class UserPaths:
 
 def character_paths(data_dir: Path, character_id: str) -> CharacterPaths:
     return CharacterPaths(Path(data_dir) / "agents" / validate_id(character_id, kind="character id"))
+
+
+# An absolute POSIX path (not the '//' of a URL, not a path piece after a word) or a Windows one.
+_ABSOLUTE = re.compile(r"(?<![\w:/.~-])/(?:[^\s/'\"`:]+/)+|\b[A-Za-z]:\\(?:[^\s\\'\"`]+\\)+")
+
+
+def redact_paths(text: str, *, data_dir: Path | None) -> str:
+    """`text` safe to show a client (the HTTP service's errors, MCP answers): data-folder paths made
+    relative, other absolute paths cut to their last part."""
+    if data_dir is not None:
+        roots = {str(Path(data_dir).resolve()), str(Path(data_dir).absolute()), str(data_dir)}
+        for root in sorted((r for r in roots if os.path.isabs(r)), key=len, reverse=True):
+            text = text.replace(root.rstrip(os.sep) + os.sep, "")
+    return _ABSOLUTE.sub(".../", text)

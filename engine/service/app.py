@@ -1,4 +1,5 @@
-"""The HTTP service: an OpenAI-compatible chat endpoint with memory, and the memory API.
+"""The HTTP service: an OpenAI-compatible chat endpoint with memory, the memory API, and the MCP
+server at /mcp (engine/mcp).
 
     uvicorn engine.service.app:factory --factory              # config from $KIOKU_CONFIG or ./config.yaml
     kioku serve --port 8765                                    # the same, refusing unsafe binds
@@ -129,7 +130,8 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
-            yield
+            async with app.state.mcp.session_manager.run():  # the MCP endpoint's task group
+                yield
         finally:
             from engine.service.upstream import close_upstreams
 
@@ -164,6 +166,9 @@ def create_app(
     app.include_router(inspect_api.router, dependencies=auth)
     inspect_api.mount_page(app)
     app.include_router(memory_api.public_router)
+    from engine.mcp.http import mount as mount_mcp  # here: engine.mcp.http itself imports the service's auth
+
+    app.state.mcp = mount_mcp(app, registry=registry, config=config, tokens=tokens, identity=app.state.identity)
 
     if config.service.cors_origins:
         app.add_middleware(

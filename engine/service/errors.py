@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,24 +21,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engine.errors import DataFileError, EngineError, InvalidIdError
+from engine.paths import redact_paths
 from engine.admin import FactNotFoundError, FactStoreBusyError, FactTextError, StoreDisabledError, TurnNotFoundError
 from engine.fifo import ShuttingDownError
 from engine.backends.errors import SchemaError, StorageUnavailableError
+from engine.timerange import BadRangeError, BadTimeError
 
 log = logging.getLogger(__name__)
-
-# An absolute POSIX path (not the '//' of a URL, not a path piece after a word) or a Windows one.
-_ABSOLUTE = re.compile(r"(?<![\w:/.~-])/(?:[^\s/'\"`:]+/)+|\b[A-Za-z]:\\(?:[^\s\\'\"`]+\\)+")
-
-
-def redact_paths(text: str, *, data_dir: Path | None) -> str:
-    """`text` safe to show a client: data-folder paths made relative, other absolute paths cut to their last part."""
-    if data_dir is not None:
-        roots = {str(Path(data_dir).resolve()), str(Path(data_dir).absolute()), str(data_dir)}
-        for root in sorted((r for r in roots if os.path.isabs(r)), key=len, reverse=True):
-            text = text.replace(root.rstrip(os.sep) + os.sep, "")
-    return _ABSOLUTE.sub(".../", text)
-
 
 class ServiceError(EngineError):
     """An error with an HTTP status; `kind` is OpenAI's error `type`."""
@@ -85,6 +72,8 @@ class Route:
 
 ROUTES: dict[type[BaseException], Route] = {
     InvalidIdError: Route(400, "invalid_id"),
+    BadTimeError: Route(400, BadTimeError.code),
+    BadRangeError: Route(400, BadRangeError.code),
     FactTextError: Route(400, "bad_fact_text"),
     StoreDisabledError: Route(404, "store_disabled"),
     TurnNotFoundError: Route(404, "turn_not_found"),

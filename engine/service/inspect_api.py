@@ -9,7 +9,7 @@ page at /inspector/ is static files that call these routes with the service toke
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import RedirectResponse
@@ -18,7 +18,8 @@ from fastapi.staticfiles import StaticFiles
 from engine.admin import characters
 from engine.inspector import static_dir
 from engine.service.errors import ServiceError, redact_paths
-from engine.service.memory_api import _EARLIEST, require_edit, _ERRORS, _LATEST, CharacterId, UserId, _hit, _orch, _user, _when
+from engine.service.memory_api import require_edit, _ERRORS, CharacterId, UserId, _hit, _orch, _user
+from engine.timerange import search_range
 from engine.service.models import (
     BookErrorOut,
     CharacterOut,
@@ -89,7 +90,7 @@ def diary_search(
     k: int = Query(20, ge=1, le=100),
 ) -> list[DiarySearchHitOut]:
     orch = _orch(request, character)
-    lo, hi = _search_range(start, end, orch)
+    lo, hi = search_range(start, end, orch.tz, now=datetime.now(orch.tz))
     uid = _user(request, user)
     found = orch.admin.search_diary(uid, q, start=lo, end=hi, k=k)
     entries = {e.id: e for e in orch.admin.diary_turns(uid, [r.turn_id for r in found])}
@@ -148,20 +149,3 @@ def _visible(request: Request, user_id: str) -> bool:
     except ServiceError:
         return False
     return True
-
-
-def _search_range(start: str | None, end: str | None, orch) -> tuple[datetime | None, datetime | None]:  # noqa: ANN001
-    """The search's time filter: either end may be open; a date as the end means through that day."""
-    if start is None and end is None:
-        return None, None
-    lo = _when(start, orch, "start") if start else datetime(1970, 1, 1, tzinfo=orch.tz)
-    hi = _when(end, orch, "end") if end else datetime.now(orch.tz) + timedelta(days=1)
-    for name, value in (("start", lo), ("end", hi)):
-        if not _EARLIEST <= value.replace(tzinfo=None) <= _LATEST:
-            raise ServiceError(400, f"{name} ({value.isoformat()}) is outside the supported range "
-                               f"{_EARLIEST.date()} .. {_LATEST.date()}", code="bad_range")
-    if end and len(end.strip()) == 10:
-        hi += timedelta(days=1)
-    if hi <= lo:
-        raise ServiceError(400, f"end ({hi.isoformat()}) must be after start ({lo.isoformat()})", code="bad_range")
-    return lo, hi

@@ -8,22 +8,24 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from datetime import date, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
-from engine.admin import Fact, Hit
+from engine.admin import Hit
 from engine.orchestrator import MemoryOrchestrator
 from engine.paths import validate_id
 from engine.service.auth import own_user
 from engine.service.errors import ServiceError, redact_paths
+from engine.timerange import MAX_RANGE_DAYS, iso_range
 from engine.service.models import (
     DiaryEntryOut,
     DiaryPage,
     ErrorResponse,
     FactIn,
     FactOut,
+    fact_out,
     Health,
     HitOut,
     PromptPreview,
@@ -41,7 +43,7 @@ public_router = APIRouter(tags=["health"])
 _ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (400, 401, 403, 404, 413, 422, 503)}
 CharacterId = Path(min_length=1, max_length=64, examples=["xiaoyue"], description="character id (folder under data/agents/)")
 UserId = Path(min_length=1, max_length=64, examples=["alice"], description="user id")
-MAX_DIARY_DAYS = 366
+MAX_DIARY_DAYS = MAX_RANGE_DAYS
 
 
 def _orch(request: Request, character: str) -> MemoryOrchestrator:
@@ -115,35 +117,35 @@ def short_term(request: Request, character: str = CharacterId, user: str = UserI
 def list_facts(request: Request, character: str = CharacterId, user: str = UserId,
                include_deleted: bool = Query(False, description="also facts deleted (kept for their history)")) -> list[FactOut]:
     facts = _orch(request, character).admin.facts
-    return [_fact(f) for f in facts.list(_user(request, user), include_deleted=include_deleted)]
+    return [fact_out(f) for f in facts.list(_user(request, user), include_deleted=include_deleted)]
 
 
 @router.post("/users/{user}/facts", response_model=FactOut, status_code=201, responses=_ERRORS,
              dependencies=[Depends(require_edit)],
              summary="Add a core fact (an equal or near-duplicate fact is returned instead)")
-def add_fact(request: Request, body: FactIn, character: str = CharacterId, user: str = UserId) -> FactOut:
+def addfact_out(request: Request, body: FactIn, character: str = CharacterId, user: str = UserId) -> FactOut:
     added = _orch(request, character).admin.facts.add(_user(request, user), body.text)
     log.info("memory api: %s/%s fact %s added", character, user, added.fact.id)
-    return _fact(added.fact)
+    return fact_out(added.fact)
 
 
 @router.put("/users/{user}/facts/{fact_id}", response_model=FactOut, responses=_ERRORS,
             dependencies=[Depends(require_edit)], summary="Replace a fact's text (the old text goes to its history)")
-def update_fact(request: Request, body: FactIn, character: str = CharacterId, user: str = UserId,
+def updatefact_out(request: Request, body: FactIn, character: str = CharacterId, user: str = UserId,
                 fact_id: str = Path(min_length=1, max_length=64)) -> FactOut:
     fact = _orch(request, character).admin.facts.edit(_user(request, user), fact_id, body.text)
     log.info("memory api: %s/%s fact %s edited", character, user, fact_id)
-    return _fact(fact)
+    return fact_out(fact)
 
 
 @router.delete("/users/{user}/facts/{fact_id}", response_model=FactOut, responses=_ERRORS,
                dependencies=[Depends(require_edit)], summary="Delete a fact (kept for its history unless purge=true)")
-def delete_fact(request: Request, character: str = CharacterId, user: str = UserId,
+def deletefact_out(request: Request, character: str = CharacterId, user: str = UserId,
                 fact_id: str = Path(min_length=1, max_length=64),
                 purge: bool = Query(False, description="remove the fact and its history entirely")) -> FactOut:
     fact = _orch(request, character).admin.facts.delete(_user(request, user), fact_id, purge=purge)
     log.info("memory api: %s/%s fact %s deleted%s", character, user, fact_id, " (purged)" if purge else "")
-    return _fact(fact)
+    return fact_out(fact)
 
 
 @router.get("/users/{user}/diary", response_model=DiaryPage, responses=_ERRORS,
@@ -182,49 +184,12 @@ def world_book(request: Request, character: str = CharacterId) -> WorldBookStatu
 # -- helpers -------------------------------------------------------------------------------------
 
 
-# Times this close to the ends of Python's calendar cannot be stepped over (a day later, to UTC)
-# without overflow; no diary has entries there. Compared as local wall time: an aware comparison
-# would itself convert to UTC, and a UTC offset is under a day.
-_EARLIEST = datetime(1, 1, 3)
-_LATEST = datetime(9999, 12, 29)
-
-
 def _range(start: str, end: str | None, orch: MemoryOrchestrator) -> tuple[datetime, datetime]:
-    """[start, end) as aware datetimes, or a 400 that says what is wrong (never an OverflowError's 500)."""
-    lo = _when(start, orch, "start")
-    hi = _when(end, orch, "end") if end else None
-    for name, value in (("start", lo), ("end", hi)):
-        if value is not None and not _EARLIEST <= value.replace(tzinfo=None) <= _LATEST:
-            raise ServiceError(400, f"{name} ({value.isoformat()}) is outside the supported range "
-                               f"{_EARLIEST.date()} .. {_LATEST.date()}", code="bad_range")
-    if hi is None:
-        hi = lo + timedelta(days=1)
-    if hi <= lo:
-        raise ServiceError(400, f"end ({hi.isoformat()}) must be after start ({lo.isoformat()})", code="bad_range")
-    if hi - lo > timedelta(days=MAX_DIARY_DAYS):
-        raise ServiceError(400, f"a range is at most {MAX_DIARY_DAYS} days (got {(hi - lo).days})", code="bad_range")
-    return lo, hi
-
-
-def _when(value: str, orch: MemoryOrchestrator, name: str) -> datetime:
-    try:
-        if len(value.strip()) == 10:
-            d = date.fromisoformat(value.strip())
-            return datetime(d.year, d.month, d.day, tzinfo=orch.tz)
-        t = datetime.fromisoformat(value.strip())
-        return t.replace(tzinfo=orch.tz) if t.tzinfo is None else t
-    except (ValueError, OverflowError):
-        raise ServiceError(400, f"{name} must be an ISO date or time, e.g. 2026-11-20 or 2026-11-20T08:00+08:00 "
-                           f"(got {value!r})", code="bad_time") from None
+    """[start, end) as aware datetimes; a bad value or range is a 400 naming it (`TimeRangeError`)."""
+    return iso_range(start, end, orch.tz, max_days=MAX_DIARY_DAYS)
 
 
 def _hit(h: Hit) -> HitOut:
     meta = {k: v if isinstance(v, (str, int, float, bool, type(None))) else str(v) for k, v in h.meta.items()}
     return HitOut(store=h.store, text=h.text, score=h.score, reason=h.reason, tokens=h.tokens, pinned=h.pinned, meta=meta)
 
-
-def _fact(f: Fact) -> FactOut:
-    return FactOut(
-        id=f.id, text=f.text, learned_at=f.learned_at, updated_at=f.updated_at, source_turns=list(f.source_turns),
-        history=[{"text": r.text, "until": r.until, "change": r.change} for r in f.history], deleted_at=f.deleted_at,
-    )

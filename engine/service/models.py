@@ -190,6 +190,14 @@ class FactOut(BaseModel):
     deleted_at: datetime | None = None
 
 
+def fact_out(f: Any) -> FactOut:
+    """An `engine.admin.Fact` as the memory API and the MCP tools show it."""
+    return FactOut(
+        id=f.id, text=f.text, learned_at=f.learned_at, updated_at=f.updated_at, source_turns=list(f.source_turns),
+        history=[RevisionOut(text=r.text, until=r.until, change=r.change) for r in f.history], deleted_at=f.deleted_at,
+    )
+
+
 class DiaryEntryOut(BaseModel):
     id: str
     at: datetime

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from typing import ClassVar
 
+import numpy as np
+
 from engine.adapters.embedder import Embedder
 from engine.adapters.llm import LLM
 from engine.config import DiaryConfig
@@ -135,10 +137,13 @@ class DiaryStore:
     # -- the admin API (inspector, HTTP memory API, CLI, importers) ------------------------------
 
     def search(
-        self, user_id: str, text: str, *, start: datetime | None = None, end: datetime | None = None, k: int = 20
+        self, user_id: str, text: str, *, start: datetime | None = None, end: datetime | None = None, k: int = 20,
+        vector: np.ndarray | None = None,
     ) -> list[DiarySearchResult]:
-        """The turns that best match `text` (words and meaning), optionally within [start, end)."""
-        vector = self.embedder.embed([text], role="query")[0] if text.strip() else None
+        """The turns that best match `text` (words and meaning), optionally within [start, end).
+        `vector`: `text`'s query embedding when the caller has it (else embedded here)."""
+        if vector is None and text.strip():
+            vector = self.embedder.embed([text], role="query")[0]
         span = (math.ceil(start.timestamp()), math.ceil(end.timestamp())) if start and end else (None, None)
         request = SearchRequest(text=text, vector=vector, k=4 * k, start=span[0], end=span[1],
                                 only_range=start is not None and end is not None, asks_memory=True)
