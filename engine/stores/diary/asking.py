@@ -43,7 +43,8 @@ class Asked:
     how: str
     """Why, for the hit's reason: the model's probability, or the words' rule."""
     sure: bool = False
-    """The whole range is asked beyond doubt (`SURE_OF_RANGE`; the words' rule never is)."""
+    """The whole range is asked beyond doubt (`SURE_OF_RANGE`; by the words' rule, a range without
+    content words)."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,10 @@ def ask_kind(vector: np.ndarray | None, model_id: str, *, has_content: bool) -> 
     if model is not None and model.weights.size == np.asarray(vector).size:
         p = probability_range(model, vector)
         return Asked("range" if p >= 0.5 else "content", f"asks for the whole range: p={p:.2f}", p >= SURE_OF_RANGE)
-    return Asked("content" if has_content else "range", "content words" if has_content else "no content words")
+    # the words' rule is as sure as the design before the model (a range without content words
+    # was digested when it did not fit)
+    return Asked("content" if has_content else "range", "content words" if has_content else "no content words",
+                 not has_content)
 
 
 __all__ = ["AskKind", "Asked", "Model", "WEIGHTS", "ask_kind", "has_content_words", "model_for", "probability_range"]
