@@ -268,8 +268,8 @@ async def _latency(url: str, orch: MemoryOrchestrator, calls: list, repeat: int)
                 over.append((time.perf_counter() - t) * 1000)
                 assert not result.is_error, result.content
             _report(label, over, lib, emb)
-    print("(search_memory makes three embedding calls: the diary's search, and the core and world-book previews "
-          "(`explain`) each embed the query; the library column includes them)")
+    print("(search_memory makes one embedding call, a batch: the query and the stores' extra pieces (world-book "
+          "sentences, the diary's residual), as a prompt does; the column beside it times one text alone)")
 
 
 def _fill(args: dict[str, Any], texts) -> dict[str, Any]:  # noqa: ANN001
