@@ -35,8 +35,8 @@ from engine.shortterm.state import State
 from engine.stores.base import Hit, Store
 from engine.stores.core import CoreAdmin, CoreMemoryStore, Fact, FactNotFoundError, FactStoreBusyError, FactTextError
 from engine.stores.diary import DiaryEntry, DiaryStore
+from engine.stores.diary.answer import day_digest, digested
 from engine.stores.diary.results import DiarySearchResult
-from engine.stores.diary.writing import fallback_digest
 from engine.stores.worldbook import BookStatus, WorldBookStore, format_errors, validate_folder
 
 
@@ -366,18 +366,14 @@ class MemoryAdmin:
         with source.hold():
             span = source.span(math.ceil(start.timestamp()), math.ceil(end.timestamp()), None, lambda n, dropped: "")
             days = list(dict.fromkeys(span.day.tolist()))  # in time order
-            if len(span) <= diary.config.digest_over_turns or len(days) <= 1:
+            if not digested(diary.config, span):
                 turns = tuple(source.entries(span.rows[:limit]))
                 return Recall(start, end, len(span), len(days), turns, ())
             digests = []
             for day in days[-limit:]:
-                group = span.day == day
-                n = int(group.sum())
-                text, source_of = source.digest(day, n), "llm digest"
-                if not text:
-                    tags = span.tag[group].tolist()
-                    text, source_of = fallback_digest(tags, language=diary.prompts.language), "digest from tags"
-                digests.append(DayDigest(date.fromisoformat(day), n, text, source_of))
+                tags = span.tag[span.day == day].tolist()
+                text, source_of = day_digest(source, day, tags, language=diary.prompts.language)
+                digests.append(DayDigest(date.fromisoformat(day), len(tags), text, source_of))
         return Recall(start, end, len(span), len(days), (), tuple(digests))
 
     def search_memory(self, user_id: str, text: str, *, start: datetime | None = None, end: datetime | None = None,

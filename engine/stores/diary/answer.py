@@ -383,11 +383,26 @@ def range_hits(source: DiarySource, how: Answering, cands: RangeTurns, parts: li
     return pinned + lines
 
 
+def digested(config: "DiaryConfig", turns: RangeTurns) -> bool:
+    """Whether a range is shown as one digest per day: more than `digest_over_turns` turns over
+    several days."""
+    return len(turns) > config.digest_over_turns and len(turns.days) > 1
+
+
+def day_digest(source: DiarySource, day: str, tags: Sequence[str], *, language: str) -> tuple[str, str]:
+    """(text, where from) of a day within a range, `tags` its turns' tags there: the memory LLM's
+    digest when one was written for exactly those turns, else one made of the tags."""
+    text = source.digest(day, len(tags))
+    if text:
+        return text, "llm digest"
+    return fallback_digest(tags, language=language), "digest from tags"
+
+
 def _range_lines(source: DiarySource, how: Answering, cands: RangeTurns, ranges: str, budget: int, *,
                  digest: bool, limit: int) -> list[Hit]:
     language, config = how.prompts.language, how.config
     n_days = len(cands.days)
-    if not digest or len(cands) <= config.digest_over_turns or n_days == 1:
+    if not digest or not digested(config, cands):
         hits, left = raw_hits(cands, source.entries, tz=how.tz, budget=budget, max_turn_tokens=config.max_turn_tokens,
                               limit=limit)
         if not left:
@@ -396,10 +411,7 @@ def _range_lines(source: DiarySource, how: Answering, cands: RangeTurns, ranges:
                                    f"{left} of {len(cands)} turns left out for the token budget")]
 
     def digest_for(day: str, group: np.ndarray) -> tuple[str, str]:
-        text = source.digest(day, int(group.size))
-        if text:
-            return text, "llm digest"
-        return fallback_digest(cands.tag[group].tolist(), language=language), "digest from tags"
+        return day_digest(source, day, cands.tag[group].tolist(), language=language)
 
     hits, left, left_days = digest_hits(cands, digest_for, language=language, budget=budget)
     more = ""
