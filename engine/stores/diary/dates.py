@@ -14,9 +14,15 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta, tzinfo
+from typing import TYPE_CHECKING
 
 from engine.errors import TimeExpressionError
+
+if TYPE_CHECKING:
+    from engine.timeparse import TimeExpression
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +50,7 @@ def resolve_dates(texts: list[str], at: datetime, tz: tzinfo) -> tuple[tuple[str
         except (TimeExpressionError, ValueError, RecursionError) as exc:
             log.warning("diary: time expressions in a turn could not be resolved (%s)", exc)
             continue
-        asked = asked_about(text, now)
+        asked = asked_about(text, found, now)
         anchor = None  # the last date in this text that named its month, and its resolved start
         for expr in sorted(found, key=lambda e: e.span):
             # None: a habit names no day, a question about a past day is no event of it
@@ -71,23 +77,22 @@ def resolve_dates(texts: list[str], at: datetime, tz: tzinfo) -> tuple[tuple[str
 _SENTENCE = re.compile(r"[^。！？!?.\n；;]+[。！？!?.\n；;]*")
 
 
-def asked_about(text: str, now: datetime) -> set[tuple[int, int]]:
-    """The spans of the past days a sentence of `text` asks about, as a time question would read it
-    (`recall.decide_for`): "6月3号我跟你推荐的电影叫什么来着", "Yesterday I told you about my sister,
-    right?". What a turn asks about is no event of that day: stored, it would come back as one. A
-    sentence at a time: a question after a story ("I went camping last week. Have you been?") asks
-    nothing of the story's days."""
+def asked_about(text: str, found: Sequence[TimeExpression], now: datetime) -> set[tuple[int, int]]:
+    """The spans of the past days (of `found`, the expressions of `text`) a sentence of `text` asks
+    about, as a time question would read it (`recall.decide_for`): "6月3号我跟你推荐的电影叫什么来着",
+    "Yesterday I told you about my sister, right?". What a turn asks about is no event of that day:
+    stored, it would come back as one. A sentence at a time: a question after a story ("I went
+    camping last week. Have you been?") asks nothing of the story's days."""
     from engine.stores.diary.recall import before_today, decide_for, past_ranges
-    from engine.timeparse import parse_time_ranges
 
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     out: set[tuple[int, int]] = set()
     for m in _SENTENCE.finditer(text):
-        sentence = m.group()
-        ranges = past_ranges(sentence, parse_time_ranges(sentence, now=now), now)
-        if ranges and decide_for(sentence, ranges, now).use:
-            out |= {(expr.span[0] + m.start(), expr.span[1] + m.start())
-                    for expr, (start, stop) in ranges if before_today(start, stop, today)}
+        a, b = m.span()
+        inside = [replace(e, span=(e.span[0] - a, e.span[1] - a)) for e in found if a <= e.span[0] and e.span[1] <= b]
+        ranges = past_ranges(m.group(), inside, now) if inside else []
+        if ranges and decide_for(m.group(), ranges, now).use:
+            out |= {(expr.span[0] + a, expr.span[1] + a) for expr, (start, stop) in ranges if before_today(start, stop, today)}
     return out
 
 
