@@ -134,21 +134,35 @@ def open_orch(data: Path, sample: dict):
     return MemoryOrchestrator.from_config(cid, config=config)
 
 
+def record_once(orch, data: Path, user: str, turns: list[tuple[datetime, str, str]]) -> None:
+    """Record a conversation's turns as one user, once per --data folder: recording the same turns
+    again is not a pure no-op for the short-term window (old turns re-enter it), and the window
+    decides which lines the diary skips."""
+    done = data / user / "recorded.ok"
+    if done.is_file():
+        return
+    for i, (at, u, r) in enumerate(turns):
+        orch.record_turn(u, r, user_id=user, at=at, turn_id=f"{user}-{i:05d}")
+    orch.flush()
+    done.write_text(f"{len(turns)}\n", encoding="utf-8")
+
+
+def finish_index(orch, user: str) -> None:
+    """A user recorded before term vectors existed gets them in the background at open: finish them
+    first (what `kioku reindex` does), so every question is asked of the same index."""
+    for store in orch.stores:
+        if store.name == "diary" and hasattr(store, "build_search_index"):
+            store.build_search_index(user, progress=False)
+
+
 def run_sample(sample: dict, data: Path, stats: dict) -> None:
     tz = ZoneInfo(sample.get("timezone", language_of(sample)[1]))
     conv = sample["conversation"]
     turns = turns_of(conv, tz)
     user = sample["sample_id"]
     orch = open_orch(data, sample)
-    # Recorded once per --data folder: recording the same turns again is not a pure no-op for the
-    # short-term window (old turns re-enter it), and the window decides which lines the diary skips.
-    done = data / user / "recorded.ok"
     t = time.perf_counter()
-    if not done.is_file():
-        for i, (at, u, r) in enumerate(turns):
-            orch.record_turn(u, r, user_id=user, at=at, turn_id=f"{user}-{i:05d}")
-        orch.flush()
-        done.write_text(f"{len(turns)}\n", encoding="utf-8")
+    record_once(orch, data, user, turns)
     stats["record_s"] += time.perf_counter() - t
     if COLD:
         orch.close()
@@ -158,11 +172,7 @@ def run_sample(sample: dict, data: Path, stats: dict) -> None:
             shutil.rmtree(copy, ignore_errors=True)
         orch = open_orch(data, sample)
     else:
-        # A user recorded before term vectors existed gets them in the background at open: finish
-        # them first (what `kioku reindex` does), so every question is asked of the same index.
-        for store in orch.stores:
-            if store.name == "diary" and hasattr(store, "build_search_index"):
-                store.build_search_index(user, progress=False)
+        finish_index(orch, user)
     now = turns[-1][0].replace(hour=12, minute=0) + timedelta(days=1)
     text_of = {u["dia_id"]: u["text"] for k in session_keys(conv) for u in conv[k]}
     for q in sample["qa"]:

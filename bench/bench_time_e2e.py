@@ -32,7 +32,6 @@ import statistics
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -41,7 +40,7 @@ from zoneinfo import ZoneInfo
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_recall import EVAL, language_of, open_orch, turns_of  # noqa: E402
+from bench_recall import EVAL, finish_index, language_of, open_orch, record_once, turns_of  # noqa: E402
 
 WEEKDAYS_EN = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 MONTHS_EN = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
@@ -152,7 +151,7 @@ def fill(template: str, phrase: Phrase, topic: str) -> str:
     return template.replace("{t}", phrase.text).replace("{T}", phrase.lead).replace("{topic}", topic)
 
 
-def day_fits(orch, user: str, day_entries, budget: int) -> bool:
+def day_fits(orch, day_entries, budget: int) -> bool:
     from engine.stores.diary.render import turn_text
     from engine.tokens import count_tokens
 
@@ -173,15 +172,8 @@ def run_sample(sample: dict, data: Path, rng: random.Random, rows: list[dict]) -
     user = sample["sample_id"]
     turns = turns_of(sample["conversation"], tz)
     orch = open_orch(data, sample)
-    done = data / user / "recorded.ok"
-    if not done.is_file():
-        for i, (at, u, r) in enumerate(turns):
-            orch.record_turn(u, r, user_id=user, at=at, turn_id=f"{user}-{i:05d}")
-        orch.flush()
-        done.write_text(f"{len(turns)}\n", encoding="utf-8")
-    for store in orch.stores:
-        if store.name == "diary" and hasattr(store, "build_search_index"):
-            store.build_search_index(user, progress=False)
+    record_once(orch, data, user, turns)
+    finish_index(orch, user)
     budget = orch.config.retrieval.caps.diary
     days = sorted({at.astimezone(tz).date() for at, _, _ in turns})
     for day in days:
@@ -189,7 +181,7 @@ def run_sample(sample: dict, data: Path, rng: random.Random, rows: list[dict]) -
         entries = orch.admin.diary(user, lo, lo + timedelta(days=1))
         if not entries:
             continue
-        fits = day_fits(orch, user, entries, budget)
+        fits = day_fits(orch, entries, budget)
         user_lines = [e.user for e in entries if e.user.strip()]
         for kind, families in FAMILIES[language].items():
             for family, templates in families.items():

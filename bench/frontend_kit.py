@@ -119,10 +119,21 @@ class RecordingProxy:
                 self.busy -= 1
                 self.last_activity = time.monotonic()
 
+    record_gets = False
+    """Also record GETs (as `body: null`, like shared/frontends/)."""
+
+    def _opened(self) -> Any:
+        """Called as a request is forwarded; what it returns comes back to `_annotate`."""
+        return None
+
+    def _annotate(self, exchange: Exchange, opened: Any) -> None:
+        """Add to an exchange what a subclass keeps besides kioku's answer (under the lock)."""
+
     def _forward(self, handler: BaseHTTPRequestHandler, method: str) -> None:
         length = int(handler.headers.get("Content-Length") or 0)
         raw = handler.rfile.read(length) if length else b""
         headers = {k: v for k, v in handler.headers.items() if k.lower() not in _HOP}
+        opened = self._opened()
         chunks: list[bytes] = []
         with httpx.Client(timeout=300) as http, \
                 http.stream(method, self.target + handler.path, headers=headers, content=raw) as r:
@@ -136,21 +147,25 @@ class RecordingProxy:
                 handler.wfile.write(chunk)
                 handler.wfile.flush()
             status, answer = r.status_code, {k.lower(): v for k, v in r.headers.items()}
-        if method == "POST":
-            self._record(handler, raw, status, answer, b"".join(chunks))
+        if method == "POST" or self.record_gets:
+            self._record(handler, method, raw, status, answer, b"".join(chunks), opened)
 
-    def _record(self, handler: BaseHTTPRequestHandler, raw: bytes, status: int, answer: dict[str, str],
-                body: bytes) -> None:
-        try:
-            request = json.loads(raw or b"{}")
-        except json.JSONDecodeError:
-            request = {}
+    def _record(self, handler: BaseHTTPRequestHandler, method: str, raw: bytes, status: int, answer: dict[str, str],
+                body: bytes, opened: Any) -> None:
+        request: Any = None
+        if method == "POST":
+            try:
+                request = json.loads(raw or b"{}")
+            except json.JSONDecodeError:
+                request = {}
         sent = {k.lower(): ("Bearer <token>" if k.lower() == "authorization" else
                             "<redacted>" if "email" in k.lower() else v) for k, v in handler.headers.items()}
         with self.lock:
             seq = len(self.exchanges)
-            line = Line(seq, handler.path, sent, request, status)
-            self.exchanges.append(Exchange(line, status, answer, reply_text(body), error_code(status, body)))
+            line = Line(seq, handler.path, sent, request if isinstance(request, dict) else {}, status)
+            ex = Exchange(line, status, answer, reply_text(body) if method == "POST" else "", error_code(status, body))
+            self._annotate(ex, opened)
+            self.exchanges.append(ex)
             with self.record_to.open("a", encoding="utf-8") as out:
                 out.write(json.dumps({"seq": seq, "t": datetime.now().strftime("%H:%M:%S"), "path": handler.path,
                                       "headers": sent, "body": request, "status": status}, ensure_ascii=False) + "\n")

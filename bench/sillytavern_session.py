@@ -51,19 +51,16 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from datetime import datetime
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-import httpx
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from frontend_kit import CHROMIUM_ARGS, RecordingProxy, ServerProcess, error_code, reply_text  # noqa: E402
+from frontend_kit import CHROMIUM_ARGS, RecordingProxy, ServerProcess  # noqa: E402
 from replay_frontend import (  # noqa: E402
-    TOKEN, Exchange, Line, Report, _key, check_all, check_prompts, chats_by_user, read_stores,
+    TOKEN, Exchange, Report, _key, check_all, check_prompts, chats_by_user, read_stores,
     spoken, text_of, write_config,
 )
 
@@ -76,7 +73,6 @@ DEFAULT_CHARACTER = "xiaoyue"
 USER_ID = "linzhou"
 PERSONA = "林舟"
 CHAT_PATH = "/chat/completions"
-_HOP = {"host", "content-length", "connection", "transfer-encoding", "accept-encoding", "keep-alive"}
 
 CARDS = {
     "xiaoxue": {"name": "小雪",
@@ -140,49 +136,18 @@ class SessionProxy(RecordingProxy):
     """`RecordingProxy` that also records GETs (`body: null`, like shared/frontends/) and keeps, for
     each chat request, the prompt kioku sent upstream for it (`Exchange.prompt`)."""
 
+    record_gets = True
+
     def __init__(self, target: str, record_to: Path, upstream: FakeOpenAIServer) -> None:
         super().__init__(target, record_to)
         self.upstream = upstream
 
-    def _forward(self, handler: BaseHTTPRequestHandler, method: str) -> None:
-        length = int(handler.headers.get("Content-Length") or 0)
-        raw = handler.rfile.read(length) if length else b""
-        headers = {k: v for k, v in handler.headers.items() if k.lower() not in _HOP}
-        before = len(self.upstream.requests)
-        chunks: list[bytes] = []
-        with httpx.Client(timeout=300) as http, \
-                http.stream(method, self.target + handler.path, headers=headers, content=raw) as r:
-            handler.send_response(r.status_code)
-            for k, v in r.headers.items():
-                if k.lower() not in _HOP and k.lower() != "content-encoding":
-                    handler.send_header(k, v)
-            handler.end_headers()
-            for chunk in r.iter_raw():
-                chunks.append(chunk)
-                handler.wfile.write(chunk)
-                handler.wfile.flush()
-            status, answer = r.status_code, {k.lower(): v for k, v in r.headers.items()}
-        sent_up = [b for b in self.upstream.requests[before:] if "messages" in b]
-        self._keep(handler, method, raw, status, answer, b"".join(chunks), sent_up)
+    def _opened(self) -> int:
+        return len(self.upstream.requests)
 
-    def _keep(self, handler: BaseHTTPRequestHandler, method: str, raw: bytes, status: int, answer: dict[str, str],
-              body: bytes, sent_up: list[dict[str, Any]]) -> None:
-        request: Any = None
-        if method == "POST":
-            try:
-                request = json.loads(raw or b"{}")
-            except json.JSONDecodeError:
-                request = {}
-        sent = {k.lower(): ("Bearer <token>" if k.lower() == "authorization" else v) for k, v in handler.headers.items()}
-        with self.lock:
-            seq = len(self.exchanges)
-            line = Line(seq, handler.path, sent, request if isinstance(request, dict) else {}, status)
-            ex = Exchange(line, status, answer, reply_text(body) if method == "POST" else "", error_code(status, body))
-            ex.prompt = _prompt_for(line.body, sent_up)
-            self.exchanges.append(ex)
-            with self.record_to.open("a", encoding="utf-8") as out:
-                out.write(json.dumps({"seq": seq, "t": datetime.now().strftime("%H:%M:%S"), "path": handler.path,
-                                      "headers": sent, "body": request, "status": status}, ensure_ascii=False) + "\n")
+    def _annotate(self, exchange: Exchange, opened: int) -> None:
+        sent_up = [b for b in self.upstream.requests[opened:] if "messages" in b]
+        exchange.prompt = _prompt_for(exchange.line.body, sent_up)
 
     def chats(self) -> list[Exchange]:
         return [ex for ex in self.exchanges if ex.line.path.rstrip("/").endswith(CHAT_PATH)]
