@@ -184,26 +184,28 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
             rest = residual(query.message, [e.span for e in expressions], names)
             asked = ask_kind(piece_vector(query, rest), how.model_id, has_content=has_content_words(text, decision.cue))
             whole = asked.kind == "range" and len(cands) > 0
-            if whole:
-                # The whole range (digests when long), and nothing competes with it.
-                found_in_range = range_hits(source, how, cands, parts, budget=budget, why=asked.how)
-                if not asked.sure and any(h.meta.get("kind") in ("digest", "omitted") for h in found_in_range):
-                    whole = False  # it does not fit: unless surely a recap, answered as content
-            if not whole:
-                # Content within the range: its turns lead, all of them when they fit; else its
-                # best turns by the search within it, with a quarter left for other days (the line
-                # that answers often shares no word with the question, and the asked date may be
-                # misremembered). Other days fill what the range leaves.
-                at_most = budget // MIN_LINE_TOKENS  # more turns than this cannot fit: no need to read them
-                if len(cands) <= at_most:
-                    found_in_range = range_hits(source, how, cands, parts, budget=budget, digest=False, why=asked.how)
-                if len(cands) > at_most or any(h.meta.get("kind") == "omitted" for h in found_in_range):
-                    in_range_total = len(cands)
-                    range_ids = set(source.turn_ids(cands.rows))
-                    ranked = _rank_in_range(source, cands, span, vector, text, side, k=at_most) if len(cands) > 1 else cands
-                    found_in_range = [h for h in range_hits(source, how, ranked, parts, budget=budget - budget // 4,
-                                                            digest=False, why=asked.how, read_at_most=at_most)
-                                      if h.meta.get("kind") != "omitted"]
+            # A whole range is shown whole (digests when long) and nothing competes with it. A
+            # content question gets the range's turns first, all of them when they fit; else its
+            # best turns by the search within it, with a quarter left for other days (the line that
+            # answers often shares no word with the question, and the asked date may be
+            # misremembered). Digests lose a content question's answer: a range that does not fit
+            # as turns is a recap only when surely asked.
+            if whole and not asked.sure and digested(how.config, cands):
+                whole = False
+            at_most = budget // MIN_LINE_TOKENS  # more turns than this cannot fit: no need to read them
+            found_in_range = []
+            if whole or len(cands) <= at_most:
+                found_in_range = range_hits(source, how, cands, parts, budget=budget, digest=whole, why=asked.how)
+            too_long = len(cands) > at_most or any(h.meta.get("kind") == "omitted" for h in found_in_range)
+            if whole and not asked.sure and too_long:
+                whole = False
+            if not whole and too_long:
+                in_range_total = len(cands)
+                range_ids = set(source.turn_ids(cands.rows))
+                ranked = _rank_in_range(source, cands, span, vector, text, side, k=at_most) if len(cands) > 1 else cands
+                found_in_range = [h for h in range_hits(source, how, ranked, parts, budget=budget - budget // 4,
+                                                        digest=False, why=asked.how, read_at_most=at_most)
+                                  if h.meta.get("kind") != "omitted"]
             covered = {str(i) for h in found_in_range for i in (h.meta.get("ids") or [h.meta.get("id")]) if i}
             hits += found_in_range
             budget -= sum(h.tokens or count_tokens(h.text) for h in found_in_range)
