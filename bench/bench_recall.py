@@ -107,6 +107,8 @@ def make_character(data: Path, name: str, user_name: str, language: str, zone: s
 STORAGE: dict = {}
 """`storage` config overrides (set by `--storage postgres`)."""
 COLD = False
+QUESTIONS = None
+"""With --questions: the open file each evidence turn's result is written to."""
 """Set by `--cold`: ask from a worker that has not warmed up."""
 
 
@@ -192,6 +194,9 @@ def run_sample(sample: dict, data: Path, stats: dict) -> None:
                     continue
                 stats["found"][cat] += text in built
                 stats["total"][cat] += 1
+                if QUESTIONS is not None:
+                    QUESTIONS.write(json.dumps({"sample": user, "question": q["question"], "category": cat,
+                                                "evidence": one, "found": text in built}, ensure_ascii=False) + "\n")
     orch.close()
 
 
@@ -248,14 +253,17 @@ def main() -> None:
     parser.add_argument("--zh-dir", type=Path, default=ROOT / "bench" / "zh_eval", help="where the Chinese set is")
     parser.add_argument("--storage", choices=["files", "postgres"], default="files")
     parser.add_argument("--cold", action="store_true", help="ask from a worker that has not warmed up (see above)")
+    parser.add_argument("--questions", type=Path,
+                        help="write each evidence turn's result as a JSON line here (to compare two trees)")
     parser.add_argument("--pg-install", choices=["pgserver", "debian"], default="pgserver")
     args = parser.parse_args()
     from engine.runtime import configure_threads
 
     configure_threads()  # as `kioku serve` runs: one faiss thread, one BLAS thread (engine/runtime.py)
     data = args.data or Path(tempfile.mkdtemp(prefix="kioku-recall-"))
-    global COLD
+    global COLD, QUESTIONS
     COLD = args.cold
+    QUESTIONS = args.questions.open("w", encoding="utf-8") if args.questions else None
     server = _start_postgres(args.pg_install) if args.storage == "postgres" else None
     try:
         samples = json.loads(args.eval.read_text(encoding="utf-8"))

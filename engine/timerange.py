@@ -14,7 +14,7 @@ it is about and is a `TimeRangeError` (a ValueError): `BadTimeError` for a value
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta, tzinfo
 from typing import ClassVar
 
@@ -104,20 +104,21 @@ def search_range(start: str | None, end: str | None, tz: tzinfo, *, now: datetim
 
 
 def named_range(text: str, tz: tzinfo, *, now: datetime, argument: str = "time",
-                max_days: int | None = None) -> NamedRange:
+                max_days: int | None = None, past: bool = False) -> NamedRange:
     """What `text` names: an ISO date or time (that day, or a day from that time), an ISO interval
     `A/B` or `A..B` (a date as B is inclusive), or the time expressions in it ("昨天", "上周二",
-    "last weekend"; several are joined into one range from the first start to the last end). Every
-    error's message starts with `argument`."""
+    "last weekend"; several are joined into one range from the first start to the last end).
+    `past`: the time is one of memory, so an expression the parser placed ahead of `now` ("Monday",
+    "Thanksgiving") is its last occurrence. Every error's message starts with `argument`."""
     try:
-        return _named(text, tz, now=now, argument=argument, max_days=max_days)
+        return _named(text, tz, now=now, argument=argument, max_days=max_days, past=past)
     except TimeRangeError as exc:
         if str(exc).startswith(argument):
             raise
         raise type(exc)(f"{argument}: {exc}", argument=argument) from None
 
 
-def _named(text: str, tz: tzinfo, *, now: datetime, argument: str, max_days: int | None) -> NamedRange:
+def _named(text: str, tz: tzinfo, *, now: datetime, argument: str, max_days: int | None, past: bool) -> NamedRange:
     value = text.strip()
     if not value:
         raise BadTimeError(f"{argument} is empty: give a time expression (昨天, last weekend) or an ISO date",
@@ -138,7 +139,12 @@ def _named(text: str, tz: tzinfo, *, now: datetime, argument: str, max_days: int
         return NamedRange(lo, hi, value, "iso")
     from engine.timeparse import parse_time_ranges
 
-    found = parse_time_ranges(value, now=now.astimezone(tz))
+    local = now.astimezone(tz)
+    found = parse_time_ranges(value, now=local)
+    if past:
+        from engine.timeparse.tense import last_occurrence
+
+        found = [replace(e, start=lo, end=hi) for e in found for lo, hi in [last_occurrence(value, e, now=local)]]
     if not found:
         raise BadTimeError(f"{argument} {text!r} names no time: say e.g. 昨天, 上周二, last weekend, 2026-11-20 "
                            "or 2026-11-18/2026-11-20", argument=argument)

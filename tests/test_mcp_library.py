@@ -38,6 +38,26 @@ def test_named_ranges(text, start, end, understood):
 
 
 @pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [("Thanksgiving", datetime(2025, 11, 27, tzinfo=TZ), datetime(2025, 11, 28, tzinfo=TZ)),
+     ("感恩节", datetime(2025, 11, 27, tzinfo=TZ), datetime(2025, 11, 28, tzinfo=TZ)),
+     ("December 25", datetime(2025, 12, 25, tzinfo=TZ), datetime(2025, 12, 26, tzinfo=TZ)),
+     ("周一", d(16), d(17)),
+     ("昨天", d(21), d(22)),
+     ("Christmas 2026", datetime(2026, 12, 25, tzinfo=TZ), datetime(2026, 12, 26, tzinfo=TZ)),
+     ("下周一", d(23), d(24)),
+     ("tomorrow", d(23), d(24))],
+    ids=["festival-ahead-moves-back", "zh-festival-ahead-moves-back", "yearless-date-ahead-moves-back",
+         "bare-weekday", "already-past", "year-fixes-it", "next-stays-ahead", "tomorrow-stays-ahead"],
+)
+def test_a_time_of_memory_is_the_last_one_unless_its_words_fix_it(text, start, end):
+    """The MCP tools' times are of memory (`past=True`): a bare festival or date the parser placed
+    ahead is the last one; words that fix a time keep it (a recall of tomorrow finds nothing)."""
+    r = named_range(text, TZ, now=NOW, past=True)
+    assert (r.start, r.end) == (start, end)
+
+
+@pytest.mark.parametrize(
     ("text", "error", "words"),
     [("the blue cheese", BadTimeError, "names no time"),
      ("   ", BadTimeError, "is empty"),

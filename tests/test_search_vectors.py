@@ -112,3 +112,26 @@ def test_a_small_graph_finds_exactly_the_nearest_rows_however_they_were_added(tm
         assert len(set(found.tolist())) == 200 and np.all(np.diff(sims) <= 1e-6)
         cut = np.sort(exact)[::-1][199]
         assert set(np.flatnonzero(exact > cut + 1e-4).tolist()) <= set(found.tolist())  # none of the nearest missed
+
+
+@pytest.mark.parametrize("pick", ["a run of rows", "scattered rows", "one row", "no rows"])
+def test_the_nearest_among_some_rows_are_exactly_the_nearest_of_those_rows(tmp_path, pick):
+    """A long time range's candidates by meaning: FAISS scans only the range's fp16 vectors (a run
+    of rows by a range test, scattered rows by a set), and finds what a product over them finds."""
+    from engine.search.vectors import TurnGraph
+
+    rng = np.random.default_rng(5)
+    rows = rng.standard_normal((6000, 32)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    graph = TurnGraph(32, tmp_path / "g.faiss", m=16)
+    graph.add(rows)
+    among = {"a run of rows": np.arange(1200, 4100), "scattered rows": np.sort(rng.choice(6000, 900, replace=False)),
+             "one row": np.array([17]), "no rows": np.zeros(0, dtype=np.int64)}[pick]
+    stored = rows.astype(np.float16).astype(np.float32)
+    for q in rng.standard_normal((10, 32)).astype(np.float32):
+        q /= np.linalg.norm(q)
+        found = graph.scan_among(q, among, 50)
+        sims = stored[among] @ q
+        best = among[np.argsort(-sims)[: min(50, among.size)]]
+        assert set(found.tolist()) <= set(among.tolist())
+        assert sorted(found.tolist()) == sorted(best.tolist())

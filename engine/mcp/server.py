@@ -96,7 +96,7 @@ class Tools:
         it matched. Give `time` to search only a period."""
         t = self._target(ctx, character, user)
         at = _now(t, now)
-        when = named_range(time, t.orch.tz, now=at) if time else None
+        when = named_range(time, t.orch.tz, now=at, past=True) if time else None
         found = t.orch.admin.search_memory(t.user, query, start=when.start if when else None,
                                            end=when.end if when else None, k=limit, now=at)
         found = replace(found, diagnostics=tuple(self._public(d) for d in found.diagnostics))
@@ -110,7 +110,7 @@ class Tools:
         """What the user and the character talked about in a period ("what did we talk about last
         Tuesday"): that period's turns, or one digest per day when it holds many turns."""
         t = self._target(ctx, character, user)
-        when = named_range(time, t.orch.tz, now=_now(t, now))
+        when = named_range(time, t.orch.tz, now=_now(t, now), past=True)
         found = t.orch.admin.recall(t.user, when.start, when.end, limit=limit)
         return _answer(out.recall_text(found, when, _names(t)), out.recall_out(found, when))
 

@@ -58,8 +58,11 @@ class SearchRequest:
     """With `end`: a time range (epoch seconds, half-open). Turns in it rank first."""
     end: int | None = None
     only_range: bool = False
-    """Rank only the range's turns, every one of them eligible (a time question whose range
-    does not fit the budget); otherwise the range ranks first and the rest follows."""
+    """Rank only the range's turns, every one of them eligible; otherwise the range's hits (at
+    most `range_k`) lead and the other days' follow (a content question about a range too long
+    to show whole: its best turns, then what else matches, from one search)."""
+    range_k: int | None = None
+    """With a range: at most this many of the hits are the range's (default `k`)."""
     side: Side | None = None
     """The participant the question is about (it names them): their lines rank first."""
     exclude: frozenset[str] = frozenset()

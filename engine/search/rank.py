@@ -125,8 +125,8 @@ def _rank(ix: RankedIndex, req: SearchRequest, q_terms: list[str], content: set[
     eligible = eligible | (range_mask & has)
     if score.size:
         score = score + t.gate_bonus * float(score.max()) * (strong | range_mask)
-    # A range's lines past the gate lead; when none passes, the range's lines lead whatever follows.
-    first = range_mask & (strong if passed else has)
+    # A range comes first: its lines lead, whatever follows.
+    first = range_mask & has
     return _select(ix, req, cand, score, eligible, first, core, range_mask, lu, du, vecs, q_terms, content)
 
 
@@ -163,20 +163,21 @@ def _candidates(ix: RankedIndex, req: SearchRequest, lex, dense_rows: np.ndarray
     """(rows to score, which of them are candidates in their own right rather than neighbours):
     the top of each signal (and a small range whole), with their neighbours."""
     t = ix.tuning
+    # A range whole when it is small, else its best turns by meaning (one scan of the range's turn
+    # vectors) and those the words and the graph found in it, not the whole range through every signal.
+    want = req.k if req.range_k is None else req.range_k
+    if in_range.size <= min(RANGE_EXACT, RANGE_PER_HIT * want):
+        range_part = in_range
+    else:
+        near = _nearest_in(ix, vector, in_range, RANGE_PER_HIT * want // 2)
+        range_part = np.union1d(np.intersect1d(np.concatenate([lex.units >> 1, lex.turns, dense_rows]), in_range), near)
     if req.only_range:
-        if in_range.size <= min(RANGE_EXACT, RANGE_PER_HIT * req.k):
-            cand = in_range
-        else:
-            # A range much longer than the hits asked for: its best turns by meaning (one product
-            # over the range's turn vectors) and by words, not the whole range through every signal.
-            near = _nearest_in(ix, vector, in_range, RANGE_PER_HIT * req.k // 2)
-            cand = np.union1d(np.intersect1d(np.concatenate([lex.units >> 1, lex.turns, dense_rows]), in_range), near)
+        cand = core = range_part
     else:
         top_u = lex.units[_top(lex.unit_scores, t.candidates + len(req.exclude))] >> 1
         top_t = lex.turns[_top(lex.turn_scores, t.candidates + len(req.exclude))]
-        small_range = in_range if in_range.size <= RANGE_EXACT else np.zeros(0, dtype=np.int64)
-        core = np.unique(np.concatenate([top_u, top_t, dense_rows, small_range]))
-        cand = _with_neighbours(ix, core)
+        core = np.unique(np.concatenate([top_u, top_t, dense_rows, range_part]))
+        cand = np.union1d(_with_neighbours(ix, np.setdiff1d(core, range_part)), range_part)
     cand = np.unique(cand[ix.alive.view[cand]])
     if req.exclude:
         cand = cand[np.array([ix.ids[r] not in req.exclude for r in cand.tolist()], dtype=bool)]
@@ -253,8 +254,13 @@ def _nearest_in(ix: RankedIndex, vector: np.ndarray | None, rows: np.ndarray, k:
     """The `k` of `rows` whose turn vectors are nearest `vector` (none without a vector)."""
     if vector is None or rows.size == 0:
         return np.zeros(0, dtype=np.int64)
-    sims = ix.vectors.take(rows, kind=2) @ np.asarray(vector, dtype=np.float32).reshape(-1)
-    return np.sort(rows[_top(sims, k)])
+    in_graph = rows < ix.graph.size  # rows appended since the graph last caught up are read here
+    found = ix.graph.scan_among(vector, rows[in_graph], k)
+    late = rows[~in_graph]
+    if late.size:
+        sims = ix.vectors.take(late, kind=2) @ np.asarray(vector, dtype=np.float32).reshape(-1)
+        found = np.concatenate([found, late[_top(sims, k)]])
+    return np.sort(found)
 
 
 def _range_rows(ix: RankedIndex, start: int | None, end: int | None) -> np.ndarray:
@@ -324,15 +330,22 @@ def _eligible(query_idf, agree_u, dt, dense_sims, has, t, has_content: bool) -> 
 
 
 def _select(ix, req, cand, score, eligible, first, core, range_mask, lu, du, vecs, q_terms, content) -> list[SearchHit]:
-    """The best eligible units: the `first` ones (a range's lines past the gate), then the rest by
-    score (lines past the gate or in the range have gained `gate_bonus`); near-duplicates skipped."""
+    """The best eligible units: the `first` ones (a range's lines), then the rest by score (lines
+    past the gate or in the range have gained `gate_bonus`); near-duplicates skipped."""
     ri, si = np.nonzero(eligible)
     if ri.size == 0:
         return []
     key = np.lexsort((-score[ri, si], ~first[ri, si]))
     ri, si = ri[key], si[key]
+    # The range's hits lead (`first`): past `range_k` of them, only the other days' are taken. The
+    # range's units past twice that many (room for near-duplicates) are not looked at.
+    range_room = req.k if req.only_range or req.range_k is None else req.range_k
+    if range_room < req.k:
+        ranged = range_mask[ri, si]
+        keep = ~ranged | (np.cumsum(ranged) <= 2 * range_room)
+        ri, si = ri[keep], si[keep]
     query_terms = tuple(sorted(content & set(q_terms)))  # the query's words a lexical hit shares
-    dup = _Duplicates(vecs, ri, si, req.k, ix.tuning.duplicate_cosine)
+    dup = _Duplicates(vecs, ri, si, req.k + min(range_room, req.k - range_room), ix.tuning.duplicate_cosine)
     # Read as Python numbers once: a hit needs six of them.
     row_of = cand[ri]
     rows, ts, tokens = row_of.tolist(), ix.ts.view[row_of].tolist(), ix.line_tokens.view[row_of, si].tolist()
@@ -340,8 +353,11 @@ def _select(ix, req, cand, score, eligible, first, core, range_mask, lu, du, vec
     in_range, is_core = range_mask[ri, si].tolist(), core[ri, si].tolist()
     hits: list[SearchHit] = []
     for j, s in enumerate(si.tolist()):
+        if in_range[j] and range_room <= 0:
+            continue
         if dup.skip(j):
             continue
+        range_room -= in_range[j]
         row = rows[j]
         texts = ix.record(row)
         why = "range" if req.only_range else ("words" if lexical[j] > 0 else "meaning") if is_core[j] else "context"

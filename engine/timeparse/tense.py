@@ -200,6 +200,14 @@ def resolve_past(text: str, expr: TimeExpression, *, now: datetime) -> tuple[dat
     return explain_past(text, expr, now=now).range or (expr.start, expr.end)
 
 
+def last_occurrence(text: str, expr: TimeExpression, *, now: datetime) -> tuple[datetime, datetime]:
+    """`resolve_past` for a time that is one of memory whatever its words (a tool asked to recall
+    "Thanksgiving", "Monday"): the sentence is taken as told in the past ("done"), so a time the
+    parser placed ahead moves back unless its words fix it ("tomorrow", "下周一", "Christmas 2026")."""
+    found = features(text, expr) | {_placement(expr, now), "done"}
+    return _occurrence(text, expr, now, decide(RECALL, found).then) or (expr.start, expr.end)
+
+
 def is_habit(text: str, expr: TimeExpression) -> bool:
     """A habit names no day: "she calls every sunday at 8", 每个周末都加班, "I work Saturdays", and a bare
     weekday, festival, month or season in a sentence told as a habit (过年一般回老家)."""

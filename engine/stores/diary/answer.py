@@ -2,8 +2,8 @@
 
 1. Time: the message's expressions -> ranges clipped to `now` -> the recall decision
    (`recall.py`). A used range is answered whole when it fits the budget (digests when long),
-   else by its most relevant turns (the search restricted to the range), with a note of how many
-   were left out. A day whose file cannot be read is named, never reported as "no conversations".
+   else by its most relevant turns (one search, the range's hits leading), with a note of how
+   many were left out. A day whose file cannot be read is named, never reported as "no conversations".
 2. Search: always, over every turn, with the message's words (time words and the participants'
    names removed: names decide which side ranks first instead), for the budget left. A range in
    the question ranks its turns first. Lines already in the window are skipped.
@@ -34,7 +34,7 @@ from engine.stores.diary.port import DiarySource
 from engine.stores.diary.people import OTHER, SELF, about_someone, mentions, names_participant
 from engine.stores.diary.recall import RecallDecision, decide_for, is_question, past_ranges, recall_cue
 from engine.stores.diary.render import (
-    NOTE_RESERVE, STORE, RangeTurns, digest_hits, fmt_range, omitted_hit, omitted_note, raw_hits, search_hits,
+    MIN_LINE_TOKENS, NOTE_RESERVE, STORE, RangeTurns, digest_hits, fmt_range, omitted_hit, omitted_note, raw_hits, search_hits,
 )
 from engine.stores.diary.writing import fallback_digest
 from engine.timeparse import TimeExpression
@@ -47,9 +47,6 @@ if TYPE_CHECKING:
 RAW_CANDIDATES = 400
 """At most this many raw turns of one range are read from disk to choose from."""
 MIN_SEARCH_TOKENS = 40
-MIN_LINE_TOKENS = 16
-"""No turn's line costs less (its time and the two speakers' marks): a budget holds at most
-budget // this many turns."""
 SEARCH_K = 80
 """Search results asked for (more than fit: some are skipped as duplicates of the window)."""
 
@@ -165,6 +162,14 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
     sitting = _LAST_SITTING.search(query.message) if not expressions else None
     text = search_text(query.message, [e.span for e in expressions] + ([sitting.span()] if sitting else []), names)
     budget = how.budget
+    cued = bool(recall_cue(query.message))
+    about_us = cued or about_someone(query.message, *names_of)
+    about_participant = is_question(query.message) and names_participant(query.message, *names_of)
+
+    def search(exclude: frozenset[str], **range_args) -> list[SearchHit]:
+        return source.search(SearchRequest(text=text, vector=vector, side=side, exclude=exclude, asks_memory=about_us,
+                                           about_participant=about_participant, **range_args))
+
     hits: list[Hit] = []
     with source.hold():
         if sitting is not None:
@@ -176,23 +181,29 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
         covered: set[str] = set()
         in_range_total = 0
         whole = False
+        found: list[SearchHit] | None = None
+        """The search's hits when the range's ranking has run it (the range's lead, the rest follow)."""
         if decision.use:
-            cands, parts, span = _range_candidates(source, tz, ranges, decision, vector)
-            if query.exclude and len(cands):
-                keep = [i for i, tid in enumerate(source.turn_ids(cands.rows)) if tid not in query.exclude]
-                cands = cands.take(np.array(keep, dtype=np.int64))
             rest = residual(query.message, [e.span for e in expressions], names)
             asked = ask_kind(piece_vector(query, rest), how.model_id, has_content=has_content_words(text, decision.cue))
+            at_most = budget // MIN_LINE_TOKENS  # more turns than this cannot fit: no need to read them
+            # Only a recap surely asked shows a range too long for its turns whole (as digests).
+            cands, parts, span = _range_candidates(source, tz, ranges, decision, vector,
+                                                   at_most=None if asked.kind == "range" and asked.sure else at_most)
+            ids = source.turn_ids(cands.rows)  # a month's ids: read once
+            if query.exclude and len(cands):
+                keep = [i for i, tid in enumerate(ids) if tid not in query.exclude]
+                cands, ids = cands.take(np.array(keep, dtype=np.int64)), [ids[i] for i in keep]
             whole = asked.kind == "range" and len(cands) > 0
             # A whole range is shown whole (digests when long) and nothing competes with it. A
             # content question gets the range's turns first, all of them when they fit; else its
-            # best turns by the search within it, with a quarter left for other days (the line that
-            # answers often shares no word with the question, and the asked date may be
-            # misremembered). Digests lose a content question's answer: a range that does not fit
-            # as turns is a recap only when surely asked.
+            # best turns by the search, which ranks the range first, with a quarter left for what
+            # else matches by score, other days' lines among it (the line that answers often shares
+            # no word with the question, and the asked date may be misremembered). Digests lose a
+            # content question's answer: a range that does not fit as turns is a recap only when
+            # surely asked.
             if whole and not asked.sure and digested(how.config, cands):
                 whole = False
-            at_most = budget // MIN_LINE_TOKENS  # more turns than this cannot fit: no need to read them
             found_in_range = []
             if whole or len(cands) <= at_most:
                 found_in_range = range_hits(source, how, cands, parts, budget=budget, digest=whole, why=asked.how)
@@ -201,29 +212,31 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
                 whole = False
             if not whole and too_long:
                 in_range_total = len(cands)
-                range_ids = set(source.turn_ids(cands.rows))
-                ranked = _rank_in_range(source, cands, span, vector, text, side, k=at_most) if len(cands) > 1 else cands
-                found_in_range = [h for h in range_hits(source, how, ranked, parts, budget=budget - budget // 4,
-                                                        digest=False, why=asked.how, read_at_most=at_most)
+                range_ids = set(ids)
+                # Ranked for 3/4 of the budget: more of its lines than that holds are never shown.
+                room = budget - budget // 4
+                found = search(query.exclude, k=room // MIN_LINE_TOKENS + SEARCH_K, start=span[0], end=span[1],
+                               range_k=room // MIN_LINE_TOKENS)
+                best: dict[str, float] = {}
+                for h in found:
+                    if h.in_range:
+                        best[h.turn_id] = max(best.get(h.turn_id, 0.0), h.score)
+                ranked = cands.ranked([best.get(i, 0.0) for i in ids])
+                found_in_range = [h for h in range_hits(source, how, ranked, parts, budget=room, digest=False,
+                                                        why=asked.how, read_at_most=room // MIN_LINE_TOKENS)
                                   if h.meta.get("kind") != "omitted"]
             covered = {str(i) for h in found_in_range for i in (h.meta.get("ids") or [h.meta.get("id")]) if i}
             hits += found_in_range
             budget -= sum(h.tokens or count_tokens(h.text) for h in found_in_range)
-        cued = bool(recall_cue(query.message))
-        about_us = cued or about_someone(query.message, *names_of)
         small_talk = is_small_talk(query.message, text, cued=cued, about_us=about_us, asks_range=decision.use)
         if config.search and budget >= MIN_SEARCH_TOKENS and not small_talk and not whole:
-            about_participant = is_question(query.message) and names_participant(query.message, *names_of)
-            request = SearchRequest(
-                text=text, vector=vector, k=SEARCH_K, side=side, exclude=frozenset(covered) | query.exclude,
-                asks_memory=about_us, about_participant=about_participant,
-            )
-            found = source.search(request)
-            # what the range left (a content question's range that did not fit): every day alike
-            reason = "hybrid search (words + meaning)"
+            if found is None:
+                found = search(frozenset(covered) | query.exclude, k=SEARCH_K)
+            else:  # what the range left, every day alike (the range's unshown turns too), by score
+                found = sorted((h for h in found if h.turn_id not in covered), key=lambda h: -h.score)
             lines = search_hits(
                 found, tz=tz, budget=budget - (NOTE_RESERVE if in_range_total else 0), max_line_tokens=config.max_turn_tokens,
-                skip_texts=window, reason=reason, names=names_of,
+                skip_texts=window, reason="hybrid search (words + meaning)", names=names_of,
             )
             hits += lines
         else:
@@ -297,9 +310,10 @@ def piece_vector(query: Query, text: str) -> np.ndarray | None:
     return np.asarray(vectors[texts.index(text)], dtype=np.float32)
 
 
-def _range_candidates(source: DiarySource, tz: tzinfo, ranges, decision, vector):
+def _range_candidates(source: DiarySource, tz: tzinfo, ranges, decision, vector, *, at_most: int | None):
     """(the used ranges' turns, the ranges' parts (expression, description, turns, start, stop),
-    (start, end) epoch span of the first range)."""
+    (start, end) epoch span of the first range). A range of more than `at_most` turns is shown by
+    its best turns only: the turns told of after it are not read."""
     found: list[RangeTurns] = []
     parts = []
     first = None
@@ -320,7 +334,10 @@ def _range_candidates(source: DiarySource, tz: tzinfo, ranges, decision, vector)
             return why + dropped
 
         turns = source.span(lo, last + 1, vector, reason)
-        told = _told_of_afterwards(source, tz, lo, last + 1, f'expression "{expr.text}" → {desc}: told of afterwards')
+        # A range too long to show whole is answered by its best turns, by a search within it: turns
+        # told of afterwards would rank last there (the search finds them among the other days).
+        told = None if at_most is not None and len(turns) > at_most else _told_of_afterwards(
+            source, tz, lo, last + 1, f'expression "{expr.text}" → {desc}: told of afterwards')
         found += [turns] if told is None else [turns, told]
         parts.append((expr, desc, len(turns) + (len(told) if told is not None else 0), start, stop))
     return RangeTurns.join(found), parts, first
@@ -342,19 +359,6 @@ def _told_of_afterwards(source: DiarySource, tz: tzinfo, lo: int, hi: int, why: 
                 keep.append(i)
                 break
     return after.take(np.array(keep, dtype=np.int64)) if keep else None
-
-
-def _rank_in_range(source: DiarySource, cands: RangeTurns, span, vector, text: str, side, *, k: int) -> RangeTurns:
-    """Scores for the range's turns from the search restricted to the range (its `k` best turns,
-    about what can be shown; the rest score 0)."""
-    found: list[SearchHit] = source.search(
-        SearchRequest(text=text, vector=vector, k=min(2 * len(cands), k), start=span[0], end=span[1],
-                      only_range=True, side=side)
-    )
-    best: dict[str, float] = {}
-    for h in found:
-        best[h.turn_id] = max(best.get(h.turn_id, 0.0), h.score)
-    return cands.ranked([best.get(i, 0.0) for i in source.turn_ids(cands.rows)])
 
 
 def range_hits(source: DiarySource, how: Answering, cands: RangeTurns, parts: list, *, budget: int,

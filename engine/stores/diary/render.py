@@ -25,6 +25,9 @@ from engine.stores.diary.entry import DiaryEntry
 from engine.tokens import count_tokens, truncate_tokens
 
 STORE = "diary"
+MIN_LINE_TOKENS = 16
+"""No turn's line costs less (its time and the two speakers' marks): a budget holds at most
+budget // this many turns."""
 NOTE_RESERVE = 60
 """Tokens kept free for the 'N turns left out' note."""
 
@@ -231,23 +234,40 @@ def raw_hits(
     limit: int,
 ) -> tuple[list[Hit], int]:
     """(hits in chronological order, number left out). All turns when they fit the budget, else
-    the most relevant (then the latest) ones. Only the `limit` best turns are read from disk."""
+    the most relevant (then the latest) ones. Only the `limit` best turns are read from disk, and
+    of a range longer than that only as many, best first, as fill the budget."""
     if len(turns) <= limit:
         pool = np.arange(len(turns))
     else:
         pool = np.sort(np.lexsort((-turns.ts, -turns.score))[:limit])  # the best, in time order
-    entries = load(turns.rows[pool])
-    texts = [turn_text(e, tz, max_tokens=max_turn_tokens) for e in entries]
-    tokens = [count_tokens(t) for t in texts]
+    best_first = np.lexsort((-turns.ts[pool], -turns.score[pool])).tolist()  # ties in time order
+    entries: list[DiaryEntry | None] = [None] * pool.size
+    texts, tokens = [""] * pool.size, [0] * pool.size
+
+    def read(idx: list[int]) -> None:
+        for i, e in zip(idx, load(turns.rows[pool[idx]])):
+            entries[i] = e
+            texts[i] = turn_text(e, tz, max_tokens=max_turn_tokens)
+            tokens[i] = count_tokens(texts[i])
+
     chosen: list[int] = []
-    if sum(tokens) <= budget and pool.size == len(turns):
-        chosen = list(range(pool.size))
-    else:
+    if pool.size == len(turns):
+        read(list(range(pool.size)))  # they may all fit: every one is counted
+        if sum(tokens) <= budget:
+            chosen = list(range(pool.size))
+    if not chosen:
         room = budget - NOTE_RESERVE
-        for i in np.lexsort((-turns.ts[pool], -turns.score[pool])).tolist():  # best first, ties in time order
-            if tokens[i] <= room:
-                chosen.append(i)
-                room -= tokens[i]
+        step = max(1, room // (4 * MIN_LINE_TOKENS))  # about a quarter of what can fit, per read
+        for at in range(0, len(best_first), step):
+            if room < MIN_LINE_TOKENS:
+                break
+            part = best_first[at : at + step]
+            if entries[part[0]] is None:
+                read(part)
+            for i in part:
+                if tokens[i] <= room:
+                    chosen.append(i)
+                    room -= tokens[i]
     hits = [
         Hit(
             store=STORE,
