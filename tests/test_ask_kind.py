@@ -14,9 +14,11 @@ from engine.stores.diary.asking import ask_kind, has_content_words, model_for
 from engine.stores.diary.recall import recall_cue
 from engine.testing.time_questions import load, residual_of
 
-HELD_OUT_BOUND = 0.96
-"""Measured once, at the end: 135 of 140 (0.964). The issue asks for 0.97; this bounds what the
-decision reaches, so that a change cannot lose it unseen."""
+HELD_OUT_BOUND = 0.97
+"""The issue's bar. Measured at the end of each training round: 135 of 140 (0.964) after the first;
+137 of 140 (0.979) after training on 441 more questions written blind (train_more_*.tsv), on which
+the first round's weights had scored 0.925. The third has been looked at three times: a fresh
+blind set is the honest measure for the next round."""
 
 
 def test_the_decision_on_the_held_out_third(embedder):
