@@ -160,6 +160,17 @@ def test_a_card_comes_in_as_a_character_and_goes_out_unchanged(tmp_path, name, m
     if fmt == "png":  # a V3 card also in ccv3, as SillyTavern writes it; every card in chara
         want = {"chara", "ccv3"} if original.spec == "chara_card_v3" else {"chara"}
         assert set(png_text_chunks(out.read_bytes(), file="out")) & {"chara", "ccv3"} == want
+    if fmt == "charx":  # its assets and other members go back out as they came
+        assert _members(out.read_bytes()) == _members(src.read_bytes())
+        again = tmp_path / "again.charx"
+        assert kioku(data, "import", "card", str(out), "--char", "c2") == 0
+        assert kioku(data, "export", "card", "--char", "c2", "-o", str(again)) == 0
+        assert _members(again.read_bytes()) == _members(src.read_bytes())
+
+
+def _members(charx: bytes) -> dict[str, bytes]:
+    with zipfile.ZipFile(io.BytesIO(charx)) as z:
+        return {n: z.read(n) for n in z.namelist() if n != "card.json"}
 
 
 def test_a_png_card_with_both_chunks_is_read_from_ccv3():
@@ -185,6 +196,9 @@ HOSTILE = [
     ("types.json", json.dumps({"spec": "chara_card_v2", "data": {"name": "x", "description": 5}}).encode(),
      "field 'description'"),
     ("bomb.charx", None, "card.json"),
+    ("climbing.charx", "../../escape.png", "a path outside the archive"),
+    ("absolute.charx", "/etc/cron.d/x", "a path outside the archive"),
+    ("asset-bomb.charx", "assets/big.bin", "the assets pass"),
     ("runaway.json", json.dumps({"name": "x", "description": "", "character_book": {"entries": [
         {"keys": ["ok"], "content": "fine"}, {"keys": ["/(a+)+$/"], "content": "slow"}]}}).encode(), "entry 2"),
 ]
@@ -197,13 +211,22 @@ def _bomb() -> bytes:
     return buf.getvalue()
 
 
+def _charx_with(member: str) -> bytes:
+    """A good card with one more member (`assets/big.bin` holds 65 MB of zeros, a few KB zipped)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("card.json", (FIXTURES / "xiaoyue-v2.json").read_text(encoding="utf-8"))
+        z.writestr(member, b"\0" * (65 * 1024 * 1024) if member.endswith("big.bin") else BLANK_PNG)
+    return buf.getvalue()
+
+
 @pytest.mark.parametrize("name, body, says", HOSTILE, ids=[h[0] for h in HOSTILE])
 def test_a_hostile_card_is_a_clear_error_and_writes_nothing(tmp_path, capsys, name, body, says):
     data = tmp_path / "data"
     _character(data, "kept")
     before = sorted(p.relative_to(data) for p in data.rglob("*"))
     src = tmp_path / name
-    src.write_bytes(body if body is not None else _bomb())
+    src.write_bytes(_bomb() if body is None else _charx_with(body) if name.endswith(".charx") else body)
     assert kioku(data, "import", "card", str(src)) != 0
     err = capsys.readouterr().err
     assert name in err and says in err, err

@@ -82,6 +82,9 @@ def import_card(path: Path, config: EngineConfig, *, character_id: str | None = 
     if card.image is not None:
         atomic_write_bytes(folder / "card.png", card.image)
         written.append(str(folder / "card.png"))
+    if card.archive is not None:  # its assets go back out with the card
+        atomic_write_bytes(folder / "card.charx", card.archive)
+        written.append(str(folder / "card.charx"))
     if book_text is not None:
         target = paths.world_book_dir / f"{CARD_BOOK}.yaml"
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -142,7 +145,8 @@ def export_card(config: EngineConfig, *, character_id: str, fmt: str = "png") ->
     if fmt == "json":
         return _dump(doc)
     if fmt == "charx":
-        return card_charx(doc)
+        archive = paths.root / "sillytavern" / "card.charx"
+        return card_charx(doc, archive.read_bytes() if archive.is_file() else None)
     image = paths.root / "sillytavern" / "card.png"
     return card_png(doc, image.read_bytes() if image.is_file() else None)
 

@@ -16,7 +16,7 @@ import json
 import struct
 import zipfile
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from engine.formats.sillytavern.errors import FormatError, read_json
@@ -24,6 +24,8 @@ from engine.formats.sillytavern.worldinfo import Lorebook, lorebook_from
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_TEXT_CHUNK = 16 * 1024 * 1024
+MAX_ASSET_BYTES = 64 * 1024 * 1024
+"""A CHARX's members besides card.json, uncompressed, in all (images, a module)."""
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 CARD_CHUNKS = ("ccv3", "chara")
 """Preferred first: a V3 card's own chunk, then the V2 one SillyTavern also writes."""
@@ -46,6 +48,9 @@ class Card:
     """The PNG the card came in (written back on export)."""
     outer: dict[str, Any] = field(default_factory=dict)
     """V2/V3 fields beside `data` (`spec_version`, ...), verbatim."""
+    archive: bytes | None = None
+    """The CHARX the card came in: its members besides `card.json` (the assets its `data.assets`
+    names, a module's files) are written back on export."""
 
     @property
     def name(self) -> str:
@@ -67,7 +72,9 @@ def read_card(data: bytes, *, file: str) -> Card:
                 return card_from(doc, file=file, image=data)
         raise FormatError(file, None, "a PNG without a `chara` or `ccv3` text chunk is not a character card")
     if data.startswith(b"PK\x03\x04"):
-        return card_from(read_json(_charx_card(data, file=file), file=file, where="member 'card.json'"), file=file)
+        card = card_from(read_json(_charx_card(data, file=file), file=file, where="member 'card.json'"), file=file)
+        _charx_members(data, file=file)
+        return replace(card, archive=data)
     return card_from(read_json(data, file=file), file=file)
 
 
@@ -201,8 +208,30 @@ def _charx_card(data: bytes, *, file: str) -> bytes:
         raise FormatError(file, None, f"a damaged CHARX archive: {exc}") from None
 
 
-def card_charx(card_doc: dict[str, Any]) -> bytes:
+def _charx_members(data: bytes, *, file: str) -> list[zipfile.ZipInfo]:
+    """The members of a CHARX besides `card.json`, checked: a name that is absolute or climbs out of
+    the archive (another program may extract it), or members over MAX_ASSET_BYTES uncompressed in
+    all, are refused by name."""
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        members = [i for i in z.infolist() if i.filename != "card.json" and not i.is_dir()]
+    total = 0
+    for info in members:
+        name = info.filename
+        if name.startswith(("/", "\\")) or ":" in name.split("/")[0] or ".." in name.replace("\\", "/").split("/"):
+            raise FormatError(file, f"member {name!r}", "a path outside the archive")
+        total += info.file_size
+        if total > MAX_ASSET_BYTES:
+            raise FormatError(file, f"member {name!r}", f"the assets pass {MAX_ASSET_BYTES:,} bytes uncompressed")
+    return members
+
+
+def card_charx(card_doc: dict[str, Any], archive: bytes | None = None) -> bytes:
+    """A CHARX of `card_doc`, with the other members of `archive` (the CHARX it came in) as they were."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("card.json", json.dumps(card_doc, ensure_ascii=False, indent=2))
+        if archive is not None:
+            with zipfile.ZipFile(io.BytesIO(archive)) as src:
+                for info in _charx_members(archive, file="the stored card.charx"):
+                    z.writestr(info, src.read(info.filename))
     return buf.getvalue()
