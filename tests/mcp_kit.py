@@ -56,6 +56,9 @@ def write_memory(orch) -> dict[str, str]:  # noqa: ANN001 - a MemoryOrchestrator
             orch.record_turn(said if n == 0 else f"{said}（续）", answer, user_id=ME,
                              at=day.replace(hour=hour, minute=5))
     orch.record_turn(OTHER_SECRET, "放心，我不说。", user_id=OTHER, at=NOW - timedelta(days=2))
+    # Last year's Thanksgiving (this year's is four days after NOW: a recall of it means last year's).
+    orch.record_turn("感恩节我们烤了一只火鸡，外婆也来了", "听起来很温馨！", user_id=ME,
+                     at=datetime(2025, 11, 27, 18, 0, tzinfo=TZ))
     ids = {ME: orch.admin.facts.add(ME, "喜欢喝桂花乌龙").fact.id,
            OTHER: orch.admin.facts.add(OTHER, "在练吉他，准备比赛").fact.id}
     assert orch.flush(60)
@@ -148,7 +151,7 @@ def _search_seen(s: dict) -> tuple:
 
 
 def _recalled(orch, user: str, time: str) -> tuple:  # noqa: ANN001
-    when = named_range(time, orch.tz, now=NOW)
+    when = named_range(time, orch.tz, now=NOW, past=True)  # as the tool reads it: a time of memory
     r = orch.admin.recall(user, when.start, when.end)
     return r.total, [e.id for e in r.turns], [(d.day.isoformat(), d.turns, d.text) for d in r.digests]
 
@@ -173,6 +176,8 @@ READ_CASES = [
          lambda o, u: _recalled(o, u, "last Tuesday"), _recall_seen, says="豌杂面"),
     Case("recall-this-week-as-digests", "recall", {"time": "这周", "now": AT},
          lambda o, u: _recalled(o, u, "这周"), _recall_seen, says="One digest per day"),
+    Case("recall-festival-ahead-is-last-years", "recall", {"time": "Thanksgiving", "now": AT},
+         lambda o, u: _recalled(o, u, "Thanksgiving"), _recall_seen, says="火鸡"),
     Case("recall-iso-day", "recall", {"time": "2026-11-18", "now": AT},
          lambda o, u: _recalled(o, u, "2026-11-18"), _recall_seen, says="海报"),
     Case("list-facts", "list_facts", {},
