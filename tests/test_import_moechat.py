@@ -336,3 +336,101 @@ def test_several_characters_need_char(moechat, tmp_path, embedder):
     (root / "config.yaml").write_text("Agent: {char: 不存在}\n", encoding="utf-8")
     with pytest.raises(MoeChatImportError, match="--char"):
         run_import(root, tmp_path / "k", embedder)
+
+
+# -- the active fork's SQLite memory (data/agents/<name>/memory_v2.db) -----------------------------
+
+V2_SCHEMA = """
+CREATE TABLE memories (id INTEGER PRIMARY KEY AUTOINCREMENT, category TEXT NOT NULL, content TEXT NOT NULL,
+    importance REAL NOT NULL DEFAULT 0.5, memory_type TEXT NOT NULL DEFAULT 'normal', created_at TEXT NOT NULL,
+    last_accessed TEXT, access_count INTEGER DEFAULT 0, decay_rate REAL NOT NULL DEFAULT 0.001,
+    archived INTEGER DEFAULT 0);
+CREATE TABLE chat_turns (id INTEGER PRIMARY KEY AUTOINCREMENT, timestamp_sec INTEGER NOT NULL, role TEXT NOT NULL,
+    content TEXT NOT NULL);
+CREATE TABLE diary_days (day TEXT PRIMARY KEY, event_summary TEXT NOT NULL, content TEXT NOT NULL,
+    created_at TEXT NOT NULL);
+"""
+"""The three tables the fork's services/memory_v2.py keeps (as its source shows them), with the
+columns it writes; written here with sqlite3 alone."""
+
+
+def _v2_rows() -> tuple[list, list, list]:
+    def ts(day: int, hour: int, minute: int = 0) -> int:
+        return int(datetime(2025, 10, day, hour, minute, tzinfo=TZ).timestamp())
+
+    turns = [
+        (ts(3, 20, 0), "assistant", "晚上好呀！"),  # a greeting before any question: a turn of its own
+        (ts(3, 20, 1), "user", "今天在天台看到了流星雨"),
+        (ts(3, 20, 2), "assistant", "好浪漫！许愿了吗？"),
+        (ts(3, 20, 5), "user", "许了，希望明年能去冰岛看极光"),
+        (ts(3, 20, 6), "assistant", "一定可以的"),
+        (ts(3, 20, 6), "assistant", "到时候给我看照片哦"),  # a reply in two messages: one turn
+        (ts(3, 20, 9), "narrator", "（系统消息）"),  # not a side of the conversation: reported
+        (ts(5, 9, 0), "user", "早上喝了一杯桂花拿铁"),
+        (ts(5, 9, 1), "assistant", "听起来好香"),
+        (ts(5, 9, 30), "user", "你还在吗"),  # a question without a reply: a turn with an empty reply
+    ]
+    memories = [
+        ("about_user", "用户说他对花生过敏", "2025-10-03T20:30:00", 0),
+        ("about_us", "我们一起聊了流星雨和冰岛的极光", "2025-10-03T20:40:00", 0),
+        ("about_self", "我发现自己很喜欢听他讲星星", "2025-10-03T20:41:00", 0),
+        ("about_world", "冰岛的极光季是九月到四月", "2025-10-03T20:42:00", 0),
+        ("about_user", "用户以前住在大连", "2025-10-01T10:00:00", 1),
+        ("about_us", "[日记] 今天我们聊了流星雨。", "2025-10-04T00:10:00", 0),
+    ]
+    diaries = [("2025-10-03", "流星雨", "今天他在天台看到了流星雨，许愿明年去冰岛看极光。", "2025-10-04T00:10:00"),
+               ("2025-10-09", "空", "这天没有聊天。", "2025-10-10T00:10:00")]
+    return turns, memories, diaries
+
+
+def write_moechat_v2(tmp_path: Path) -> Path:
+    import sqlite3
+
+    root = tmp_path / "MoeChatFork"
+    agent = root / "data" / "agents" / CHAR
+    agent.mkdir(parents=True)
+    (root / "config.yaml").write_text(yaml.safe_dump({"Agent": {"char": CHAR, "user": "林舟"}}, allow_unicode=True),
+                                      encoding="utf-8")
+    turns, memories, diaries = _v2_rows()
+    conn = sqlite3.connect(agent / "memory_v2.db")
+    conn.executescript(V2_SCHEMA)
+    conn.executemany("INSERT INTO chat_turns (timestamp_sec, role, content) VALUES (?, ?, ?)", turns)
+    conn.executemany("INSERT INTO memories (category, content, created_at, archived) VALUES (?, ?, ?, ?)", memories)
+    conn.executemany("INSERT INTO diary_days (day, event_summary, content, created_at) VALUES (?, ?, ?, ?)", diaries)
+    conn.commit()
+    conn.close()
+    return root
+
+
+def test_the_forks_sqlite_memory_comes_in_turns_facts_and_diaries(tmp_path, embedder):
+    root = write_moechat_v2(tmp_path)
+    data = tmp_path / "kioku"
+    report = run_import(root, data, embedder)
+    assert (report.counts["diary"].imported, report.counts["core"].imported) == (5, 2)
+    reasons = "\n".join(str(s) for s in report.skipped)
+    for says in ("chat_turns id 7", "'about_self'", "'about_world'", "archived", "diary_days '2025-10-09'"):
+        assert says in reasons, reasons
+    with open_orch(data, embedder) as orch:
+        facts = {f.text for f in orch.admin.facts.list(USER)}
+        assert facts == {"用户说他对花生过敏", "我们一起聊了流星雨和冰岛的极光"}
+        asked = orch.build_prompt("10月3号我们都聊了什么？", user_id=USER, now=datetime(2025, 10, 20, 12, 0, tzinfo=TZ))
+        lines = "\n".join(diary_texts(asked))
+        for said in ("晚上好呀", "今天在天台看到了流星雨", "希望明年能去冰岛看极光", "一定可以的", "到时候给我看照片哦"):
+            assert said in lines, lines
+        assert "桂花拿铁" not in lines  # another day
+        day = orch.store("diary")
+        assert day.backend.digest(USER, datetime(2025, 10, 3).date(), 3) == "今天他在天台看到了流星雨，许愿明年去冰岛看极光。"
+    again = run_import(root, data, embedder)
+    assert (again.counts["diary"].imported, again.counts["core"].imported) == (0, 0)
+    assert again.counts["diary"].present == 5 and again.counts["core"].present == 2
+
+
+def test_a_damaged_sqlite_memory_is_named_and_the_rest_comes_in(tmp_path, embedder):
+    root = write_moechat_v2(tmp_path)
+    db = root / "data" / "agents" / CHAR / "memory_v2.db"
+    db.write_bytes(b"this is not a database" * 100)
+    (root / "data" / "agents" / CHAR / "memorys").mkdir()
+    moechat_memory(root / "data" / "agents" / CHAR / "memorys", datetime(2025, 10, 3, 8, 0), "早餐", "早上吃了油条", "好吃吗")
+    report = run_import(root, tmp_path / "kioku", embedder)
+    assert report.counts["diary"].imported == 1
+    assert any("memory_v2.db" in s.where and "not a readable SQLite database" in s.reason for s in report.skipped)

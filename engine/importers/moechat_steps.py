@@ -32,7 +32,7 @@ from engine.shortterm import WindowMessage
 from engine.stores.diary import DiaryEntry, entry_id_for
 from engine.tokens import count_tokens
 
-__all__ = ["import_core", "import_diary", "import_window", "import_world_book"]
+__all__ = ["import_core", "import_diary", "import_memory_v2", "import_window", "import_world_book"]
 
 _PREWARM_BATCH = 256
 
@@ -134,6 +134,57 @@ def import_diary(
         skipped.append(Skipped("diary", str(folder), f"{lost} written turns were not indexed (see the warnings above)"))
         bad += lost
     return StoreCount(imported=imported, present=present, skipped=bad), (entries[-1].at if entries else None)
+
+
+# -- the fork's SQLite memory (memory_v2.db) -------------------------------------------------------
+
+
+def import_memory_v2(
+    path: Path, stores: Any, user_id: str, *, zone: tzinfo, embedder: Embedder, skipped: list[Skipped],
+    progress: bool,
+) -> tuple[StoreCount, StoreCount, datetime | None]:
+    """(diary count, core count, last turn's time) of `memory_v2.db`: its turns into the diary (ids
+    from time and text, so a turn also in the YAML files is one turn), its facts into core memory,
+    its day diaries as the digests of the days it holds turns of."""
+    from engine.importers.moechat_v2 import read_memory_v2
+
+    if not path.is_file():
+        return StoreCount(), StoreCount(), None
+    try:
+        got = read_memory_v2(path, tz=zone)
+    except ValueError as exc:  # the rest of the folder is imported all the same
+        skipped.append(Skipped("diary", str(path), str(exc)))
+        return StoreCount(skipped=1), StoreCount(), None
+    skipped.extend(got.skipped)
+    bad_diary = sum(s.store == "diary" for s in got.skipped)
+    entries: list[DiaryEntry] = []
+    seen: set[str] = set()
+    present = 0
+    for t in got.turns:
+        eid = entry_id_for(t.at, t.user, t.assistant)
+        if eid in seen:
+            present += 1
+            continue
+        seen.add(eid)
+        entries.append(DiaryEntry(eid, t.at, t.tag, t.user, t.assistant))
+    diary, core = stores["diary"], stores["core"]
+    imported, there = append_diary(diary, user_id, entries, progress=progress)
+    counts = dict(diary.day_counts(user_id))
+    for day, text in got.digests:
+        if counts.get(day):
+            diary.backend.write_digest(user_id, day, turns=counts[day], text=text, by="moechat")
+        else:
+            bad_diary += 1
+            skipped.append(Skipped("diary", f"{path} diary_days {day.isoformat()!r}", "no turns of that day: its diary is "
+                                   "kept out (a digest stands for a day's turns)"))
+    before = {f.id for f in core.facts(user_id, include_deleted=True)}
+    _prewarm(embedder, [text for text, _ in got.facts], desc="embed core facts", progress=progress)
+    facts = core.import_facts(user_id, got.facts)
+    new_facts = len({f.id for f in facts} - before)
+    return (StoreCount(imported=imported, present=present + there, skipped=bad_diary),
+            StoreCount(imported=new_facts, present=len(facts) - new_facts,
+                       skipped=sum(s.store == "core" for s in got.skipped)),
+            entries[-1].at if entries else None)
 
 
 # -- short-term window -----------------------------------------------------------------------------

@@ -33,6 +33,10 @@ class StoreCount:
     skipped: int = 0
     """Not imported; each one is listed in `ImportReport.skipped` with its reason."""
 
+    def __add__(self, other: "StoreCount") -> "StoreCount":
+        """Two sources' counts for one store (a folder's YAML files and its SQLite memory)."""
+        return StoreCount(self.imported + other.imported, self.present + other.present, self.skipped + other.skipped)
+
 
 @dataclass(frozen=True)
 class ImportReport:
