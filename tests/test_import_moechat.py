@@ -418,11 +418,14 @@ def test_the_forks_sqlite_memory_comes_in_turns_facts_and_diaries(tmp_path, embe
         for said in ("晚上好呀", "今天在天台看到了流星雨", "希望明年能去冰岛看极光", "一定可以的", "到时候给我看照片哦"):
             assert said in lines, lines
         assert "桂花拿铁" not in lines  # another day
+        window = [m.content for m in orch.short_term.window(USER)]
+        assert window[-3:] == ["早上喝了一杯桂花拿铁", "听起来好香", "你还在吗"]  # the fork keeps no history file
         day = orch.store("diary")
         assert day.backend.digest(USER, datetime(2025, 10, 3).date(), 3) == "今天他在天台看到了流星雨，许愿明年去冰岛看极光。"
     again = run_import(root, data, embedder)
     assert (again.counts["diary"].imported, again.counts["core"].imported) == (0, 0)
     assert again.counts["diary"].present == 5 and again.counts["core"].present == 2
+    assert again.counts["window"].imported == 0
 
 
 def test_a_damaged_sqlite_memory_is_named_and_the_rest_comes_in(tmp_path, embedder):

@@ -28,7 +28,7 @@ from engine.factory import cached_embedder, make_stores, make_timezone
 from engine.importers.moechat_format import agent_folders, read_agent_section
 from engine.importers.moechat_persona import as_int, existing_character, map_agent, write_character
 from engine.importers.moechat_steps import (
-    import_core, import_diary, import_memory_v2, import_window, import_world_book,
+    import_core, import_diary, import_memory_v2, import_window, import_world_book, window_from_turns,
 )
 from engine.importers.report import ImportReport, Skipped, StoreCount
 from engine.paths import CharacterPaths, character_paths, validate_id
@@ -203,19 +203,22 @@ def _import_stores(
             skipped=tally.skipped, progress=progress,
         )
     with tally.timed("memory_v2"):  # the active fork's SQLite memory, beside the YAML files
-        v2_diary, v2_core, v2_last = import_memory_v2(
+        v2_diary, v2_core, v2_turns = import_memory_v2(
             source / "memory_v2.db", stores, user_id, zone=zone, embedder=embedder, skipped=tally.skipped,
             progress=progress,
         )
         tally.counts["diary"] = tally.counts["diary"] + v2_diary
         tally.counts["core"] = tally.counts["core"] + v2_core
-        last_at = max(filter(None, (last_at, v2_last)), default=None)
+        last_at = max(filter(None, (last_at, v2_turns[-1].at if v2_turns else None)), default=None)
     with tally.timed("window"):
         length = as_int(persona.persona_cfg.get("context_length")) or run_config.short_term.max_messages
-        tally.counts["window"] = import_window(
-            source / "history.yaml", run_config, paths, user_id, length=length,
-            at=last_at or datetime.now(zone), skipped=tally.skipped,
-        )
+        if v2_turns and not (source / "history.yaml").is_file():  # the fork keeps no history file
+            tally.counts["window"] = window_from_turns(v2_turns, run_config, paths, user_id, length=length)
+        else:
+            tally.counts["window"] = import_window(
+                source / "history.yaml", run_config, paths, user_id, length=length,
+                at=last_at or datetime.now(zone), skipped=tally.skipped,
+            )
 
 
 # -- choosing the character ----------------------------------------------------------------------

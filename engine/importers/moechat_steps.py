@@ -32,7 +32,8 @@ from engine.shortterm import WindowMessage
 from engine.stores.diary import DiaryEntry, entry_id_for
 from engine.tokens import count_tokens
 
-__all__ = ["import_core", "import_diary", "import_memory_v2", "import_window", "import_world_book"]
+__all__ = ["import_core", "import_diary", "import_memory_v2", "import_window", "import_world_book",
+           "window_from_turns"]
 
 _PREWARM_BATCH = 256
 
@@ -142,19 +143,19 @@ def import_diary(
 def import_memory_v2(
     path: Path, stores: Any, user_id: str, *, zone: tzinfo, embedder: Embedder, skipped: list[Skipped],
     progress: bool,
-) -> tuple[StoreCount, StoreCount, datetime | None]:
-    """(diary count, core count, last turn's time) of `memory_v2.db`: its turns into the diary (ids
-    from time and text, so a turn also in the YAML files is one turn), its facts into core memory,
-    its day diaries as the digests of the days it holds turns of."""
+) -> tuple[StoreCount, StoreCount, list[DiaryEntry]]:
+    """(diary count, core count, its turns in time order) of `memory_v2.db`: its turns into the diary
+    (ids from time and text, so a turn also in the YAML files is one turn), its facts into core
+    memory, its day diaries as the digests of the days it holds turns of."""
     from engine.importers.moechat_v2 import read_memory_v2
 
     if not path.is_file():
-        return StoreCount(), StoreCount(), None
+        return StoreCount(), StoreCount(), []
     try:
         got = read_memory_v2(path, tz=zone)
     except ValueError as exc:  # the rest of the folder is imported all the same
         skipped.append(Skipped("diary", str(path), str(exc)))
-        return StoreCount(skipped=1), StoreCount(), None
+        return StoreCount(skipped=1), StoreCount(), []
     skipped.extend(got.skipped)
     bad_diary = sum(s.store == "diary" for s in got.skipped)
     entries: list[DiaryEntry] = []
@@ -184,7 +185,7 @@ def import_memory_v2(
     return (StoreCount(imported=imported, present=present + there, skipped=bad_diary),
             StoreCount(imported=new_facts, present=len(facts) - new_facts,
                        skipped=sum(s.store == "core" for s in got.skipped)),
-            entries[-1].at if entries else None)
+            entries)
 
 
 # -- short-term window -----------------------------------------------------------------------------
@@ -210,6 +211,21 @@ def import_window(
         skipped.append(Skipped("window", str(path), "the window already holds later messages: left as it was"))
         return StoreCount(skipped=len(problems) + len(window))
     return StoreCount(imported=done[0], present=done[1], skipped=len(problems))
+
+
+def window_from_turns(
+    entries: list[DiaryEntry], config: EngineConfig, paths: CharacterPaths, user_id: str, *, length: int,
+) -> StoreCount:
+    """The last `length` messages of these turns as the window (the fork keeps no history file: the
+    conversation under way is its last turns), with the ids recorded turns have."""
+    messages = [
+        WindowMessage(f"{e.id}:{side[0]}", side, text, e.at.isoformat(), count_tokens(text))
+        for e in entries for side, text in (("user", e.user), ("assistant", e.assistant)) if text
+    ]
+    done = append_window(config, paths, user_id, messages[-length:] if length > 0 else [])
+    if done is None:
+        return StoreCount(skipped=min(length, len(messages)))
+    return StoreCount(imported=done[0], present=done[1])
 
 
 def _message_id(index: int, role: str, content: str) -> str:
