@@ -142,9 +142,10 @@ def _named(text: str, tz: tzinfo, *, now: datetime, argument: str, max_days: int
     local = now.astimezone(tz)
     found = parse_time_ranges(value, now=local)
     if past:
-        from engine.timeparse.tense import last_occurrence
+        from engine.timeparse.tense import resolve_past
 
-        found = [replace(e, start=lo, end=hi) for e in found for lo, hi in [last_occurrence(value, e, now=local)]]
+        found = [replace(e, start=lo, end=hi) for e in found
+                 for lo, hi in [resolve_past(value, e, now=local, recalled=True)]]
     if not found:
         raise BadTimeError(f"{argument} {text!r} names no time: say e.g. 昨天, 上周二, last weekend, 2026-11-20 "
                            "or 2026-11-18/2026-11-20", argument=argument)

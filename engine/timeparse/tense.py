@@ -187,25 +187,20 @@ def resolve_statement(text: str, expr: TimeExpression, *, now: datetime,
     return explain(text, expr, now=now, is_question=is_question).range
 
 
-def explain_past(text: str, expr: TimeExpression, *, now: datetime) -> Decision:
-    """How `expr` (found in a time question `text`, asked at `now`) is resolved, and why."""
-    found = features(text, expr) | {_placement(expr, now)}
+def explain_past(text: str, expr: TimeExpression, *, now: datetime, recalled: bool = False) -> Decision:
+    """How `expr` (found in a time question `text`, asked at `now`) is resolved, and why.
+    `recalled`: the time is one of memory whatever its words (a tool asked to recall "Thanksgiving"):
+    the sentence counts as told in the past."""
+    found = features(text, expr) | {_placement(expr, now)} | ({"done"} if recalled else set())
     row = decide(RECALL, found)
     return Decision(row, found, _occurrence(text, expr, now, row.then) or (expr.start, expr.end))
 
 
-def resolve_past(text: str, expr: TimeExpression, *, now: datetime) -> tuple[datetime, datetime]:
+def resolve_past(text: str, expr: TimeExpression, *, now: datetime, recalled: bool = False) -> tuple[datetime, datetime]:
     """Only the move back: a yearless date, festival or bare weekday the parser placed ahead of `now`,
-    in a sentence about the past, is the occurrence that ended by `now` (time questions)."""
-    return explain_past(text, expr, now=now).range or (expr.start, expr.end)
-
-
-def last_occurrence(text: str, expr: TimeExpression, *, now: datetime) -> tuple[datetime, datetime]:
-    """`resolve_past` for a time that is one of memory whatever its words (a tool asked to recall
-    "Thanksgiving", "Monday"): the sentence is taken as told in the past ("done"), so a time the
-    parser placed ahead moves back unless its words fix it ("tomorrow", "下周一", "Christmas 2026")."""
-    found = features(text, expr) | {_placement(expr, now), "done"}
-    return _occurrence(text, expr, now, decide(RECALL, found).then) or (expr.start, expr.end)
+    in a sentence about the past (or `recalled`), is the occurrence that ended by `now`; words that
+    fix a time keep it ("tomorrow", "下周一", "Christmas 2026")."""
+    return explain_past(text, expr, now=now, recalled=recalled).range or (expr.start, expr.end)
 
 
 def is_habit(text: str, expr: TimeExpression) -> bool:
