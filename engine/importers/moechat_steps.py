@@ -88,18 +88,25 @@ def import_core(
     if undated:
         notes.append(f"{len(undated)} core facts had no readable time and were dated {fallback:%Y-%m-%d %H:%M} "
                      f"(the file's modification time), e.g. {undated[0].where}")
+    imported, present = _add_facts(store, user_id, [(f.text, f.learned_at or fallback) for f in facts],
+                                   embedder=embedder, progress=progress)
+    return StoreCount(imported=imported, present=present, skipped=len(problems))
+
+
+def _add_facts(store: Any, user_id: str, items: list[tuple[str, datetime]], *, embedder: Embedder,
+               progress: bool) -> tuple[int, int]:
+    """(imported, already there) of (text, learned at) facts: one held already, or given twice, is there."""
     before = {f.id for f in store.facts(user_id, include_deleted=True)}
-    _prewarm(embedder, [f.text for f in facts], desc="embed core facts", progress=progress)
-    result = store.import_facts(user_id, [(f.text, f.learned_at or fallback) for f in facts])
+    _prewarm(embedder, [text for text, _ in items], desc="embed core facts", progress=progress)
     imported = present = 0
     seen: set[str] = set()
-    for fact in result:
+    for fact in store.import_facts(user_id, items):
         if fact.id not in before and fact.id not in seen:
             imported += 1
         else:
             present += 1
         seen.add(fact.id)
-    return StoreCount(imported=imported, present=present, skipped=len(problems))
+    return imported, present
 
 
 # -- diary -----------------------------------------------------------------------------------------
@@ -117,6 +124,16 @@ def import_diary(
         bad += len(problems)
         skipped.extend(Skipped("diary", p.where, p.reason) for p in problems)
     turns.sort(key=lambda t: t.at)  # stable: same-second turns keep their file order
+    count, entries = _add_turns(store, user_id, turns, where=str(folder), embedder=embedder, skipped=skipped,
+                                progress=progress)
+    return count + StoreCount(skipped=bad), (entries[-1].at if entries else None)
+
+
+def _add_turns(store: Any, user_id: str, turns: list[MoeTurn], *, where: str, embedder: Embedder,
+               skipped: list[Skipped], progress: bool) -> tuple[StoreCount, list[DiaryEntry]]:
+    """Turns (in time order) into the diary, with ids from their time and text: the same turn twice
+    (in the source, from another of its files, or from an earlier import) is written once. Returns
+    the count and the entries."""
     present = 0
     entries: list[DiaryEntry] = []
     seen: set[str] = set()
@@ -129,12 +146,10 @@ def import_diary(
         entries.append(DiaryEntry(eid, t.at, t.tag, t.user, t.assistant))
     _prewarm(embedder, [e.tag or " " for e in entries], desc="embed diary tags", progress=progress)
     imported, there = append_diary(store, user_id, entries, progress=progress)
-    present += there
-    if imported != len(entries) - there:
-        lost = len(entries) - there - imported
-        skipped.append(Skipped("diary", str(folder), f"{lost} written turns were not indexed (see the warnings above)"))
-        bad += lost
-    return StoreCount(imported=imported, present=present, skipped=bad), (entries[-1].at if entries else None)
+    lost = len(entries) - there - imported
+    if lost:
+        skipped.append(Skipped("diary", where, f"{lost} written turns were not indexed (see the warnings above)"))
+    return StoreCount(imported=imported, present=present + there, skipped=lost), entries
 
 
 # -- the fork's SQLite memory (memory_v2.db) -------------------------------------------------------
@@ -157,34 +172,21 @@ def import_memory_v2(
         skipped.append(Skipped("diary", str(path), str(exc)))
         return StoreCount(skipped=1), StoreCount(), []
     skipped.extend(got.skipped)
-    bad_diary = sum(s.store == "diary" for s in got.skipped)
-    entries: list[DiaryEntry] = []
-    seen: set[str] = set()
-    present = 0
-    for t in got.turns:
-        eid = entry_id_for(t.at, t.user, t.assistant)
-        if eid in seen:
-            present += 1
-            continue
-        seen.add(eid)
-        entries.append(DiaryEntry(eid, t.at, t.tag, t.user, t.assistant))
     diary, core = stores["diary"], stores["core"]
-    imported, there = append_diary(diary, user_id, entries, progress=progress)
-    counts = dict(diary.day_counts(user_id))
+    count, entries = _add_turns(diary, user_id, got.turns, where=str(path), embedder=embedder, skipped=skipped,
+                                progress=progress)
+    bad_diary = sum(s.store == "diary" for s in got.skipped)
+    turns_of = dict(diary.day_counts(user_id))
     for day, text in got.digests:
-        if counts.get(day):
-            diary.backend.write_digest(user_id, day, turns=counts[day], text=text, by="moechat")
+        if turns_of.get(day):
+            diary.backend.write_digest(user_id, day, turns=turns_of[day], text=text, by="moechat")
         else:
             bad_diary += 1
             skipped.append(Skipped("diary", f"{path} diary_days {day.isoformat()!r}", "no turns of that day: its diary is "
                                    "kept out (a digest stands for a day's turns)"))
-    before = {f.id for f in core.facts(user_id, include_deleted=True)}
-    _prewarm(embedder, [text for text, _ in got.facts], desc="embed core facts", progress=progress)
-    facts = core.import_facts(user_id, got.facts)
-    new_facts = len({f.id for f in facts} - before)
-    return (StoreCount(imported=imported, present=present + there, skipped=bad_diary),
-            StoreCount(imported=new_facts, present=len(facts) - new_facts,
-                       skipped=sum(s.store == "core" for s in got.skipped)),
+    imported, present = _add_facts(core, user_id, got.facts, embedder=embedder, progress=progress)
+    return (count + StoreCount(skipped=bad_diary),
+            StoreCount(imported=imported, present=present, skipped=sum(s.store == "core" for s in got.skipped)),
             entries)
 
 
