@@ -161,7 +161,7 @@ def _expanded(ix: RankedIndex, near: "futures.Future[list[int]] | None", halves:
 def _candidates(ix: RankedIndex, req: SearchRequest, lex, dense_rows: np.ndarray, in_range: np.ndarray,
                 vector: np.ndarray | None) -> np.ndarray:
     """(rows to score, which of them are candidates in their own right rather than neighbours):
-    the top of each signal (and a small range whole), with their neighbours."""
+    the top of each signal and the range's part, with the neighbours of the former."""
     t = ix.tuning
     # A range whole when it is small, else its best turns by meaning (one scan of the range's turn
     # vectors) and those the words and the graph found in it, not the whole range through every signal.
@@ -181,8 +181,7 @@ def _candidates(ix: RankedIndex, req: SearchRequest, lex, dense_rows: np.ndarray
     cand = np.unique(cand[ix.alive.view[cand]])
     if req.exclude:
         cand = cand[np.array([ix.ids[r] not in req.exclude for r in cand.tolist()], dtype=bool)]
-    base = np.ones(cand.size, dtype=bool) if req.only_range else np.isin(cand, core)
-    return cand, base
+    return cand, np.isin(cand, core)
 
 
 class _Neighbours:
@@ -345,7 +344,8 @@ def _select(ix, req, cand, score, eligible, first, core, range_mask, lu, du, vec
         keep = ~ranged | (np.cumsum(ranged) <= 2 * range_room)
         ri, si = ri[keep], si[keep]
     query_terms = tuple(sorted(content & set(q_terms)))  # the query's words a lexical hit shares
-    dup = _Duplicates(vecs, ri, si, req.k + min(range_room, req.k - range_room), ix.tuning.duplicate_cosine)
+    # Compared at once: the range's units looked at, then about k of the rest.
+    dup = _Duplicates(vecs, ri, si, req.k + (range_room if range_room < req.k else 0), ix.tuning.duplicate_cosine)
     # Read as Python numbers once: a hit needs six of them.
     row_of = cand[ri]
     rows, ts, tokens = row_of.tolist(), ix.ts.view[row_of].tolist(), ix.line_tokens.view[row_of, si].tolist()

@@ -181,8 +181,7 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
         covered: set[str] = set()
         in_range_total = 0
         whole = False
-        found: list[SearchHit] | None = None
-        """The search's hits when the range's ranking has run it (the range's lead, the rest follow)."""
+        found: list[SearchHit] | None = None  # the search's hits, once the range's ranking has run it
         if decision.use:
             rest = residual(query.message, [e.span for e in expressions], names)
             asked = ask_kind(piece_vector(query, rest), how.model_id, has_content=has_content_words(text, decision.cue))
