@@ -107,9 +107,9 @@ def make_character(data: Path, name: str, user_name: str, language: str, zone: s
 STORAGE: dict = {}
 """`storage` config overrides (set by `--storage postgres`)."""
 COLD = False
+"""Set by `--cold`: ask from a worker that has not warmed up."""
 QUESTIONS = None
 """With --questions: the open file each evidence turn's result is written to."""
-"""Set by `--cold`: ask from a worker that has not warmed up."""
 
 
 def open_orch(data: Path, sample: dict):
@@ -280,6 +280,8 @@ def main() -> None:
                 zh = json.loads(path.read_text(encoding="utf-8"))
                 run_set(f"zh {path.stem}", zh, data / f"zh-{path.stem}", tuple(s["sample_id"] for s in zh))
     finally:
+        if QUESTIONS is not None:
+            QUESTIONS.close()
         if server is not None:
             from engine.backends.postgres.backend import close_backends
 
