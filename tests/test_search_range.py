@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.search.base import SearchRequest, TurnDoc
+from engine.search.base import SearchRequest, TurnDoc, line_tokens
 from engine.search.files import FileTurnIndex
 from engine.search.rank import RANGE_PER_HIT
 
@@ -52,3 +52,30 @@ def test_only_the_range_answers_a_search_restricted_to_it(index, embedder):
     hits = _search(index, embedder, k=5, only_range=True)
     assert hits and all(h.in_range for h in hits)
     assert hits[0].text == IN_RANGE
+
+
+def _fit(costs: list[int], tokens: int) -> int:
+    """How many of the cheapest turns fit `tokens` (at least one)."""
+    n, spent = 0, 0
+    for c in sorted(costs):
+        if spent + c > tokens:
+            break
+        n, spent = n + 1, spent + c
+    return max(1, n)
+
+
+@pytest.mark.parametrize("range_k, lines, half", [(8, 100, None), (8, 3, None), (8, 3, 6), (8, 0.5, None)])
+def test_the_range_gives_up_the_hits_its_lines_cannot_fit(index, embedder, range_k, lines, half):
+    """A range whose cheapest turns fit `lines` turns' worth of tokens returns at most that many of
+    them, and the search returns as many fewer hits in all (the other days do not take their place)."""
+    costs = [
+        min(line_tokens(u), half or 10**9) + min(line_tokens(a), half or 10**9)
+        for u, a in (index.record(r)[:2] for r in range(len(index)) if 100 * DAY <= index.ts.view[r] - T0 < 300 * DAY)
+    ]
+    tokens = int(sorted(costs)[0] * lines) if lines < 1 else sum(sorted(costs)[:lines]) + 1
+    want = min(range_k, _fit(costs, tokens))
+    hits = _search(index, embedder, k=12, range_k=range_k, range_tokens=tokens, half_tokens=half)
+    flags = [h.in_range for h in hits]
+    assert flags[:want] == [True] * want and not any(flags[want:])
+    assert len(hits) == 12 - (range_k - want)
+    assert hits[0].turn_id == "t230"

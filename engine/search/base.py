@@ -63,6 +63,14 @@ class SearchRequest:
     to show whole: its best turns, then what else matches, from one search)."""
     range_k: int | None = None
     """With a range: at most this many of the hits are the range's (default `k`)."""
+    range_tokens: int | None = None
+    """With `range_k`: the tokens the range's turns may take when shown as lines. `range_k` is
+    then at most how many of the range's turns could fit, counted by their cheapest (each turn
+    costs at least its halves' `SearchHit.tokens`, a half at most `half_tokens`), and `k` is
+    smaller by what that takes off: the range's turns past that many are never shown, and
+    ranking them was most of what a long range added to a search."""
+    half_tokens: int | None = None
+    """With `range_tokens`: the most one half costs in a turn's line (longer halves are cut)."""
     side: Side | None = None
     """The participant the question is about (it names them): their lines rank first."""
     exclude: frozenset[str] = frozenset()

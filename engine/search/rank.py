@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from concurrent import futures
+from dataclasses import replace
 
 import numpy as np
 
@@ -61,6 +62,7 @@ def _rank(ix: RankedIndex, req: SearchRequest, q_terms: list[str], content: set[
     lex = ix.bm25.score(q_terms, content, ix.alive.view, ix.version,
                         common_weight=1.0 if req.asks_memory else COMMON_WORD_AGREEMENT)
     in_range = _range_rows(ix, req.start, req.end)
+    req = _fitted(ix, req, in_range)
     # Excluded turns (shown already) are dropped from the candidates: take as many more, or a
     # search that excludes the best turns is left with only their neighbours.
     dense_rows, dense_sims = _dense_candidates(ix, vector, t.candidates + len(req.exclude))
@@ -260,6 +262,22 @@ def _nearest_in(ix: RankedIndex, vector: np.ndarray | None, rows: np.ndarray, k:
         sims = ix.vectors.take(late, kind=2) @ np.asarray(vector, dtype=np.float32).reshape(-1)
         found = np.concatenate([found, late[_top(sims, k)]])
     return np.sort(found)
+
+
+def _fitted(ix: RankedIndex, req: SearchRequest, in_range: np.ndarray) -> SearchRequest:
+    """`req` with `range_k` no more than the range's turns that can fit its `range_tokens` (the
+    cheapest ones, by their halves' line costs), and `k` smaller by as many."""
+    want = req.range_k
+    if req.range_tokens is None or want is None or in_range.size <= want:
+        return req
+    cost = np.maximum(ix.line_tokens.view[in_range], 0)  # -1: not known, counted as free
+    if req.half_tokens is not None:
+        cost = np.minimum(cost, req.half_tokens)
+    cheapest = np.sort(np.partition(cost.sum(axis=1), want - 1)[:want])
+    fits = max(1, int(np.searchsorted(np.cumsum(cheapest), req.range_tokens, side="right")))
+    if fits >= want:
+        return req
+    return replace(req, range_k=fits, k=req.k - (want - fits))
 
 
 def _range_rows(ix: RankedIndex, start: int | None, end: int | None) -> np.ndarray:

@@ -118,8 +118,13 @@ def shorten(text: str, max_tokens: int) -> str:
     return short if short == line else short + "…"
 
 
+def half_tokens(max_turn_tokens: int) -> int:
+    """The most one half of a turn's line shows (a longer half is cut, with "…")."""
+    return max(20, max_turn_tokens // 2)
+
+
 def turn_text(entry: DiaryEntry, tz: tzinfo, *, max_tokens: int) -> str:
-    half = max(20, max_tokens // 2)
+    half = half_tokens(max_tokens)
     user = annotate(shorten(entry.user, half), entry.dates)
     reply = annotate(shorten(entry.assistant, half), entry.dates)
     return f"[{entry.at.astimezone(tz):%Y-%m-%d %H:%M}] {{{{user}}}}: {user} / {{{{char}}}}: {reply}"
