@@ -55,6 +55,11 @@ def test_row_texts_come_back_as_written_after_more_are_appended(tmp_path):
     assert [tf.get(r) for r in (2, 0)] == [["第三行 ✓", "", []], ["你好", "早上好", []]]
     again = TextFile(tmp_path / "texts.jsonl")
     assert again.open(tf.all_ends()) and again.get(2) == ["第三行 ✓", "", []]
+    tf.append([['say "hi"\n, then [go]', "\\", []]])  # JSON's own characters in the texts
+    written = [["你好", "早上好", []], ["", "reply only", [["yesterday", "2023-05-07"]]], ["第三行 ✓", "", []],
+               ['say "hi"\n, then [go]', "\\", []]]
+    rows = [3, 0, 2, 2, 1]  # any order, repeats, the row appended after the last mapping
+    assert tf.get_many(rows) == [written[r] for r in rows] and tf.get_many([]) == []
 
 
 def test_a_rebuilt_index_never_reads_the_graph_file_of_the_one_it_replaced(tmp_path, embedder):

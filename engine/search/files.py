@@ -355,8 +355,12 @@ class FileTurnIndex:
 
     def record(self, row: int) -> tuple[str, str, tuple[tuple[str, str], ...]]:
         """(user, assistant, dates) of a row."""
-        user, assistant, dates = self.texts.get(row)
-        return user, assistant, tuple((str(a), str(b)) for a, b in dates)
+        return self.records([row])[0]
+
+    def records(self, rows: list[int]) -> list[tuple[str, str, tuple[tuple[str, str], ...]]]:
+        """(user, assistant, dates) of each row, read at once."""
+        return [(user, assistant, tuple((str(a), str(b)) for a, b in dates))
+                for user, assistant, dates in self.texts.get_many(rows)]
 
     def close(self) -> None:
         """Let go of the data files (saving is the owner's: `save`)."""

@@ -369,15 +369,20 @@ def _select(ix, req, cand, score, eligible, first, core, range_mask, lu, du, vec
     rows, ts, tokens = row_of.tolist(), ix.ts.view[row_of].tolist(), ix.line_tokens.view[row_of, si].tolist()
     scores, lexical, dense = score[ri, si].tolist(), lu[ri, si].tolist(), du[ri, si].tolist()
     in_range, is_core = range_mask[ri, si].tolist(), core[ri, si].tolist()
-    hits: list[SearchHit] = []
-    for j, s in enumerate(si.tolist()):
+    sides = si.tolist()
+    taken: list[int] = []
+    for j in range(len(sides)):
         if in_range[j] and range_room <= 0:
             continue
         if dup.skip(j):
             continue
         range_room -= in_range[j]
-        row = rows[j]
-        texts = ix.record(row)
+        taken.append(j)
+        if len(taken) >= req.k:
+            break
+    hits: list[SearchHit] = []
+    for j, texts in zip(taken, ix.records([rows[j] for j in taken])):  # the texts read at once
+        row, s = rows[j], sides[j]
         why = "range" if req.only_range else ("words" if lexical[j] > 0 else "meaning") if is_core[j] else "context"
         hits.append(
             SearchHit(
@@ -395,8 +400,6 @@ def _select(ix, req, cand, score, eligible, first, core, range_mask, lu, du, vec
                 tokens=tokens[j],
             )
         )
-        if len(hits) >= req.k:
-            break
     return hits
 
 

@@ -41,5 +41,5 @@ class RankedIndex(Protocol):
     def order(self) -> tuple[np.ndarray, np.ndarray]:
         """(rows sorted by time, position of each row in that order)."""
 
-    def record(self, row: int) -> tuple[str, str, tuple[tuple[str, str], ...]]:
-        """(user, assistant, dates) of a row."""
+    def records(self, rows: list[int]) -> list[tuple[str, str, tuple[tuple[str, str], ...]]]:
+        """(user, assistant, dates) of each row."""
