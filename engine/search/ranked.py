@@ -1,4 +1,4 @@
-"""What the ranking (`rank.py`) reads of a turn index: the index's columns per row and its
+"""What the ranking (`rank.py`, `select.py`) reads of a turn index: the index's columns per row and its
 lexical, vector and term parts (`files.FileTurnIndex` has them; on Postgres, each worker's copy)."""
 
 from __future__ import annotations

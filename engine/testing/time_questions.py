@@ -54,7 +54,7 @@ def load(folder: Path = DATA) -> list[Question]:
 
 def residual_of(text: str) -> str:
     """The text the decision reads, as the diary makes it (no participants' names here)."""
-    from engine.stores.diary.answer import Names, residual
+    from engine.stores.diary.question import Names, residual
     from engine.timeparse import parse_time_ranges
 
     return residual(text, [e.span for e in parse_time_ranges(text, now=SPAN_NOW)], Names("", ""))

@@ -9,11 +9,11 @@
    the question ranks its turns first. Lines already in the window are skipped.
 
 Every backend answers with this one `answer`; what differs is behind `DiarySource` (`port.py`).
+What it reads in the message first (names, side, search text, small talk) is `question.py`.
 """
 
 from __future__ import annotations
 
-import logging
 import math
 import re
 from collections.abc import Sequence
@@ -24,14 +24,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.conversation import normalize
-from engine.paths import CharacterPaths
-from engine.search.base import SearchHit, SearchRequest, Side, Tuning
-from engine.search.text import content_terms, only_common_words
+from engine.search.base import SearchHit, SearchRequest, Tuning
 from engine.stores.base import Hit, Query
 from engine.stores.diary.asking import ask_kind, has_content_words
 from engine.stores.diary.dates import label_range
 from engine.stores.diary.port import DiarySource
-from engine.stores.diary.people import OTHER, SELF, about_someone, mentions, names_participant
+from engine.stores.diary.people import about_someone, names_participant
+from engine.stores.diary.question import (
+    Names, is_small_talk, message_vector, piece_vector, residual, search_text, side_of,
+)
 from engine.stores.diary.recall import RecallDecision, decide_for, is_question, past_ranges, recall_cue
 from engine.stores.diary.render import (
     MIN_LINE_TOKENS, NOTE_RESERVE, STORE, RangeTurns, digest_hits, fmt_range, half_tokens, omitted_hit, omitted_note, raw_hits,
@@ -70,71 +71,6 @@ SITTING_GAP_S = Tuning.session_gap_s
 """Turns further apart than this are different sittings (the search's conversations too)."""
 SITTING_LOOKBACK_DAYS = (2, 30, 400)
 """How far back the previous sitting is looked for, widening only when nothing was found."""
-
-@dataclass(frozen=True)
-class Names:
-    user: str
-    char: str
-
-
-def character_names(paths: CharacterPaths) -> Names:
-    """The user's and the character's names from the character file; empty ones when it cannot be
-    read (names only steer ranking: a prompt never fails for them)."""
-    from engine.character import load_character
-
-    try:
-        character = load_character(paths)
-    except Exception as exc:  # noqa: BLE001 - names only steer ranking; never fail a prompt
-        logging.getLogger(__name__).warning("diary: character names unavailable (%s); search without them", exc)
-        return Names("", "")
-    return Names(character.user_name, character.name)
-
-
-def side_of(message: str, names: Names) -> Side | None:
-    """The participant a message is about, when it names exactly one (by name, or 我/I vs 你/you)."""
-    user, char = mentions(names.user, message), mentions(names.char, message)
-    if user != char:
-        return "user" if user else "assistant"
-    if user:
-        return None
-    me, you = bool(SELF.search(message)), bool(OTHER.search(message))
-    if me != you:
-        return "user" if me else "assistant"
-    return None
-
-
-def search_text(message: str, spans: Sequence[tuple[int, int]], names: Names) -> str:
-    """The message without its time expressions and the participants' names."""
-    text = message
-    for a, b in sorted(spans, reverse=True):
-        text = text[:a] + " " + text[b:]
-    for name in (names.user, names.char):
-        if name:
-            text = re.sub(re.escape(name), " ", text, flags=re.IGNORECASE)
-    return text
-
-
-SMALL_TALK_CHARS = 4
-"""A statement (no question, no recall cue) whose content words add up to at most this many
-characters ("天气真好", "晚安", "好累啊", "ok thanks") carries too little to search on."""
-
-
-def is_small_talk(message: str, text: str, *, cued: bool, about_us: bool, asks_range: bool) -> bool:
-    """Whether the search should not run: a statement that carries too little, or a message made
-    only of its language's commonest words that is about no one of our lives and asks about no
-    past range ("真的吗？", "你心情好吗", "你喜欢什么颜色", "really??", "how was your day?"). In a
-    diary one such word (真的, 喜欢; "favorite", "weather") is rare enough to open the search's
-    gate, and the whole budget followed it. With a range ("4月29号那天天气怎么样？") the search
-    ranks the range. `cued`: the message has a recall cue; `about_us`: it is about someone of our
-    lives (`people.about_someone`), or is cued."""
-    if cued:
-        return False
-    # A Chinese word counts its characters, another word counts as two (about as much meaning).
-    weight = sum(len(t) if re.search(r"[\u4e00-\u9fff]", t) else 2 for t in content_terms(text))
-    if weight <= SMALL_TALK_CHARS and not is_question(message):
-        return True
-    return not (asks_range or about_us) and only_common_words(text)
-
 
 @dataclass(frozen=True)
 class Answering:
@@ -287,50 +223,6 @@ def previous_sitting(source: DiarySource, now: datetime) -> tuple[datetime, date
     return None
 
 
-def query_texts(config, message: str, recent, names: Names, tz: tzinfo) -> list[str]:
-    """What the diary asks the orchestrator to embed for it (both backends): the message alone,
-    when the query text also carries the window's last turn, since the search ranks a standalone
-    question better by its own vector (measured on LoCoMo: +3 points); and without the
-    participants' names: nearly every line is said to or by one of them, so a name in the vector
-    matches everything a little and the topic less (the side prior decides whose lines rank
-    first; LoCoMo tuning split: multi-hop 0.576 -> 0.641). A message with time words also asks
-    for its `residual`, which tells what a time question asks for (`asking.py`)."""
-    if not (config.enabled and message.strip()):
-        return []
-    text = " ".join(search_text(message, [], names).split())
-    own = [text] if text and text != message else [message] if recent else []
-    from engine.timeparse import parse_time_ranges
-
-    spans = [e.span for e in parse_time_ranges(message, now=datetime.now(tz))]
-    rest = residual(message, spans, names) if spans else ""
-    if rest and rest not in own:
-        return (own or [message]) + [rest]
-    return own if config.search else []
-
-
-def residual(message: str, spans: Sequence[tuple[int, int]], names: Names) -> str:
-    """The message without its time words and the participants' names, spaces collapsed: what a
-    time question asks, whatever day it names."""
-    return " ".join(search_text(message, spans, names).split())
-
-
-def message_vector(query: Query) -> np.ndarray | None:
-    """The message's own vector when the diary asked for it (the query text adds the window's
-    last turn, which blurs a standalone question), else the query vector."""
-    texts, vectors = query.pieces.get(STORE, ((), None))
-    if texts and vectors is not None and len(vectors):
-        return np.asarray(vectors[0], dtype=np.float32)
-    return query.vector
-
-
-def piece_vector(query: Query, text: str) -> np.ndarray | None:
-    """The vector of a piece the diary asked for by its text (None when not embedded)."""
-    texts, vectors = query.pieces.get(STORE, ((), None))
-    if vectors is None or text not in texts:
-        return None
-    return np.asarray(vectors[texts.index(text)], dtype=np.float32)
-
-
 def _range_candidates(source: DiarySource, tz: tzinfo, ranges, decision, vector, *, at_most: int | None):
     """(the used ranges' turns, the ranges' parts (expression, description, turns, start, stop),
     (start, end) epoch span of the first range). A range of more than `at_most` turns is shown by
@@ -450,4 +342,4 @@ def _range_lines(source: DiarySource, how: Answering, cands: RangeTurns, ranges:
     return hits + [Hit(STORE, note, 1.0, reason, pinned=True, meta={"kind": "omitted", "omitted": left, "total": len(cands)})]
 
 
-__all__ = ["Answering", "DiarySource", "Names", "answer", "range_hits", "RAW_CANDIDATES"]
+__all__ = ["Answering", "DiarySource", "answer", "range_hits", "RAW_CANDIDATES"]

@@ -33,7 +33,8 @@ from engine.paths import CharacterPaths
 from engine.prompts import Prompts
 from engine.search.base import SearchRequest
 from engine.stores.base import Hit, Message, Query, Turn
-from engine.stores.diary.answer import Answering, Names, answer, character_names, query_texts
+from engine.stores.diary.answer import Answering, answer
+from engine.stores.diary.question import Names, character_names, query_texts
 from engine.stores.diary.dates import resolve_dates
 from engine.stores.diary.entry import DiaryEntry
 from engine.stores.diary.port import DiaryBackend
