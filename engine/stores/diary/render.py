@@ -262,17 +262,22 @@ def raw_hits(
             chosen = list(range(pool.size))
     if not chosen:
         room = budget - NOTE_RESERVE
-        step = max(1, room // (4 * MIN_LINE_TOKENS))  # about a quarter of what can fit, per read
-        for at in range(0, len(best_first), step):
-            if room < MIN_LINE_TOKENS:
-                break
+        at, step = 0, max(1, room // (4 * MIN_LINE_TOKENS))  # first about a quarter of what can fit
+        while at < len(best_first) and room >= MIN_LINE_TOKENS:
             part = best_first[at : at + step]
             if entries[part[0]] is None:
                 read(part)
+            took = len(chosen)
             for i in part:
                 if tokens[i] <= room:
                     chosen.append(i)
                     room -= tokens[i]
+            at += len(part)
+            # Then about what the room left holds at the lines' cost so far (a month's best turns
+            # were read 17 at a time to fill its last ~200 tokens with 2 of them); twice as many
+            # when none of a read fitted (only shorter lines further down can fill the rest).
+            mean = sum(tokens[i] for i in best_first[:at]) // at
+            step = room // max(MIN_LINE_TOKENS, mean) + 1 if len(chosen) > took else 2 * len(part)
     hits = [
         Hit(
             store=STORE,
