@@ -70,7 +70,7 @@ def test_the_range_gives_up_the_hits_its_lines_cannot_fit(index, embedder, range
     them, and the search returns as many fewer hits in all (the other days do not take their place)."""
     costs = [
         min(line_tokens(u), half or 10**9) + min(line_tokens(a), half or 10**9)
-        for u, a in (index.record(r)[:2] for r in range(len(index)) if 100 * DAY <= index.ts.view[r] - T0 < 300 * DAY)
+        for u, a, _ in index.records([r for r in range(len(index)) if 100 * DAY <= index.ts.view[r] - T0 < 300 * DAY])
     ]
     tokens = int(sorted(costs)[0] * lines) if lines < 1 else sum(sorted(costs)[:lines]) + 1
     want = min(range_k, _fit(costs, tokens))

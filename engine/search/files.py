@@ -353,10 +353,6 @@ class FileTurnIndex:
         self.terms.open(len(bm25.names))
         return True
 
-    def record(self, row: int) -> tuple[str, str, tuple[tuple[str, str], ...]]:
-        """(user, assistant, dates) of a row."""
-        return self.records([row])[0]
-
     def records(self, rows: list[int]) -> list[tuple[str, str, tuple[tuple[str, str], ...]]]:
         """(user, assistant, dates) of each row, read at once."""
         return [(user, assistant, tuple((str(a), str(b)) for a, b in dates))

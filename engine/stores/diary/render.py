@@ -263,12 +263,14 @@ def raw_hits(
     if not chosen:
         room = budget - NOTE_RESERVE
         at, step = 0, max(1, room // (4 * MIN_LINE_TOKENS))  # first about a quarter of what can fit
+        seen = 0  # tokens of the lines looked at so far
         while at < len(best_first) and room >= MIN_LINE_TOKENS:
             part = best_first[at : at + step]
             if entries[part[0]] is None:
                 read(part)
             took = len(chosen)
             for i in part:
+                seen += tokens[i]
                 if tokens[i] <= room:
                     chosen.append(i)
                     room -= tokens[i]
@@ -276,8 +278,7 @@ def raw_hits(
             # Then about what the room left holds at the lines' cost so far (a month's best turns
             # were read 17 at a time to fill its last ~200 tokens with 2 of them); twice as many
             # when none of a read fitted (only shorter lines further down can fill the rest).
-            mean = sum(tokens[i] for i in best_first[:at]) // at
-            step = room // max(MIN_LINE_TOKENS, mean) + 1 if len(chosen) > took else 2 * len(part)
+            step = room // max(MIN_LINE_TOKENS, seen // at) + 1 if len(chosen) > took else 2 * len(part)
     hits = [
         Hit(
             store=STORE,
