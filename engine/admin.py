@@ -9,7 +9,8 @@ to look at and correct one character's memory. Typed results, errors from `engin
 
 Each store keeps its own typed interface (`CoreAdmin` for facts, the diary's search / edit /
 forget, the world book's entries); this module joins them per character and adds what spans
-stores (users, status, reindex). The surfaces never reach past it into a store.
+stores (users, status, reindex). The surfaces never reach past it into a store; what they get
+back is one of `engine.admin_views`' typed results.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 from typing import Protocol
@@ -25,6 +25,10 @@ from typing import Protocol
 import numpy as np
 
 from engine.character import Character, list_characters, load_character
+from engine.admin_views import (
+    CharacterInfo, DayCount, DayDigest, DiaryMatch, MemorySearch, MemoryStatus, Recall, ReindexReport, StoreStatus,
+    TryResult, UserSummary, WorldBookEntryView, WorldBookView,
+)
 from engine.config import EngineConfig
 from engine.errors import EngineError
 from engine.fileio import atomic_write_text, dump_yaml
@@ -37,7 +41,7 @@ from engine.stores.core import CoreAdmin, CoreMemoryStore, Fact, FactNotFoundErr
 from engine.stores.diary import DiaryEntry, DiaryStore
 from engine.stores.diary.answer import day_digest, digested
 from engine.stores.diary.results import DiarySearchResult
-from engine.stores.worldbook import BookStatus, WorldBookStore, format_errors, validate_folder
+from engine.stores.worldbook import WorldBookStore, format_errors, validate_folder
 
 
 class MemoryHost(Protocol):
@@ -60,7 +64,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "MemoryAdmin", "StoreDisabledError", "TurnNotFoundError", "FactNotFoundError", "FactStoreBusyError",
-    "FactTextError", "Fact", "Hit", "check_world_book_folder", "DayDigest", "Recall", "DiaryMatch", "MemorySearch",
+    "FactTextError", "Fact", "Hit", "check_world_book_folder",
 ]
 
 
@@ -71,91 +75,6 @@ class StoreDisabledError(EngineError, LookupError):
 class TurnNotFoundError(EngineError, KeyError):
     def __str__(self) -> str:  # KeyError would print the message with quotes around it
         return str(self.args[0]) if self.args else ""
-
-
-@dataclass(frozen=True)
-class CharacterInfo:
-    id: str
-    """The folder name under `data/agents/`."""
-    name: str
-    """The display name from `character.yaml`."""
-    language: str
-    timezone: str
-
-
-@dataclass(frozen=True)
-class UserSummary:
-    id: str
-    turns: int
-    """Diary turns recorded (0 with the diary off)."""
-    facts: int
-    """Live core facts (deleted ones kept for history are not counted)."""
-    last_active: datetime | None
-    """Time of the newest diary turn, if any."""
-
-
-@dataclass(frozen=True)
-class DayCount:
-    day: date
-    """A local day in the character's time zone."""
-    turns: int
-
-
-@dataclass(frozen=True)
-class WorldBookEntryView:
-    id: str
-    file: str
-    """Relative to the world-book folder."""
-    line: int
-    keys: tuple[str, ...]
-    secondary_keys: tuple[str, ...]
-    logic: str
-    content: str
-    constant: bool
-    enabled: bool
-
-
-@dataclass(frozen=True)
-class WorldBookView:
-    status: BookStatus
-    entries: tuple[WorldBookEntryView, ...]
-
-
-@dataclass(frozen=True)
-class TryResult:
-    """What one store would inject for a message, and why (nothing is recorded)."""
-
-    hits: tuple[Hit, ...]
-    diagnostics: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class StoreStatus:
-    name: str
-    problems: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class MemoryStatus:
-    character: str
-    stores: tuple[StoreStatus, ...]
-    journal: JournalStatus
-    """Background work not done yet or failed, per user (from the journal files)."""
-
-    @property
-    def ok(self) -> bool:
-        return self.journal.ok and not any(s.problems for s in self.stores)
-
-    def lines(self) -> list[str]:
-        out = [f"{s.name}: {p}" for s in self.stores for p in s.problems]
-        return out + self.journal.lines()
-
-
-@dataclass(frozen=True)
-class ReindexReport:
-    user_id: str
-    diary_turns: int
-    facts: int
 
 
 def characters(config: EngineConfig) -> list[CharacterInfo]:
@@ -398,60 +317,6 @@ class MemoryAdmin:
             matches = tuple(DiaryMatch(turns[r.turn_id], r.score, r.side, r.why) for r in found if r.turn_id in turns)
         return MemorySearch(matches, tuple(hits.get("core", [])[:k]), tuple(hits.get("world_book", [])[:k]),
                             tuple(diagnostics))
-
-
-@dataclass(frozen=True)
-class DayDigest:
-    day: date
-    """A local day in the character's time zone."""
-    turns: int
-    """Turns of that day within the recalled range."""
-    text: str
-    """What the day was about: the memory LLM's digest, else the topics from the turns' tags."""
-    source: str
-    """`llm digest` or `digest from tags`."""
-
-
-@dataclass(frozen=True)
-class Recall:
-    """What `MemoryAdmin.recall` found in a range: turns, or per-day digests (never both)."""
-
-    start: datetime
-    end: datetime
-    """Exclusive."""
-    total: int
-    """Turns in the range."""
-    days: int
-    """Local days with turns in the range."""
-    turns: tuple[DiaryEntry, ...]
-    """The range's turns, oldest first (at most the `limit` asked for; `total` says how many there are)."""
-    digests: tuple[DayDigest, ...]
-    """One per day, oldest first, when the range was too long for its turns (the latest `limit` days)."""
-
-
-@dataclass(frozen=True)
-class DiaryMatch:
-    """One turn the diary's search found."""
-
-    turn: DiaryEntry
-    score: float
-    side: str
-    """The half that matched best: "user" or "assistant"."""
-    why: str
-    """"words", "meaning", "context" or "range" (see `DiarySearchResult`)."""
-
-
-@dataclass(frozen=True)
-class MemorySearch:
-    """What `MemoryAdmin.search_memory` found, per store."""
-
-    diary: tuple[DiaryMatch, ...]
-    facts: tuple[Hit, ...]
-    """Core facts that clear the store's threshold, as a prompt would get them (reason: the similarity)."""
-    world_book: tuple[Hit, ...]
-    """Entries the text fires (reason: the keyword or the similarity)."""
-    diagnostics: tuple[str, ...]
-    """Degradations while asking (a store timed out, the embedder failed)."""
 
 
 def check_world_book_folder(folder: Path) -> str | None:

@@ -12,7 +12,8 @@ from datetime import datetime, tzinfo
 
 from pydantic import BaseModel, Field
 
-from engine.admin import Fact, Hit, MemorySearch, Recall, TryResult
+from engine.admin import Fact, Hit
+from engine.admin_views import MemorySearch, Recall, TryResult
 from engine.stores.core import AddedFact
 from engine.stores.diary import DiaryEntry
 from engine.service.models import FactOut, fact_out
