@@ -44,8 +44,7 @@ from engine.factory import make_embedder  # noqa: E402
 from engine.paths import CharacterPaths  # noqa: E402
 from engine.prompts import Prompts  # noqa: E402
 from engine.stores.worldbook import WorldBookStore  # noqa: E402
-from engine.stores.worldbook.semantic import BACKGROUND, agreement, baselines  # noqa: E402
-from engine.stores.worldbook.store import _entry_text  # noqa: E402
+from engine.stores.worldbook.semantic import BACKGROUND, agreement, baselines, entry_text  # noqa: E402
 
 LABELS = ROOT / "bench/zh_eval/worldbook_labels.yaml"
 UNRELATED = ROOT / "bench/zh_eval/unrelated.txt"
@@ -96,7 +95,7 @@ def book_pairs(name: str, folder: Path, cases: list[tuple[str, set[str]]], embed
             if i not in absolute or i in keyword:
                 continue
             out.append(Pair(name, message, entry.uid, entry.uid in related, absolute=absolute[i],
-                            margin=margin[i], shared=agreement(message, _entry_text(entry))))
+                            margin=margin[i], shared=agreement(message, entry_text(entry))))
     return out
 
 

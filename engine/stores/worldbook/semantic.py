@@ -18,15 +18,30 @@ Fitted on three books and scored on the fourth, in turn, this rule found 82 % of
 at 77 % precision (F1 0.80) where the best absolute cosine found 26 % at 24 % (F1 0.25); fitted
 on all four, no unrelated message (79 small-talk lines x 4 books) fires anything, against 19 of
 316 for the absolute cosine (bench/thresholds.py).
+
+The rule is applied here too (`matches`, `decide`), not in the store: the calibration, the
+baseline words' vectors and the thresholds are what the decision needs, and the store only wires
+them in from what it holds, so the rule and the code that carries it out are read in one place.
 """
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
+
+from engine.config import WorldBookConfig
+from engine.errors import EmbedderError
+from engine.stores.worldbook.model import Entry
+from engine.stores.worldbook.segments import Snapshot
+from engine.stores.worldbook.vectors import KeyVectors
+
+log = logging.getLogger(__name__)
 
 # Everyday concepts, zh and en, unrelated to any particular world: the sentence's similarity to
 # them is its baseline. Fixed (not fitted): changing it changes the calibrated margins.
@@ -94,3 +109,101 @@ def baselines(pieces: np.ndarray, background: np.ndarray) -> np.ndarray:
     if not len(background):
         return np.zeros(len(pieces), dtype=np.float32)
     return (pieces @ background.T).mean(axis=1)
+
+
+def calibration_for(config: WorldBookConfig, model_id: str) -> Calibration | None:
+    """The margin decision for this embedder; None when an absolute `threshold` decides."""
+    if config.threshold is not None:
+        return None  # the operator asked for one absolute cosine
+    known = CALIBRATED.get(model_id)
+    margin = config.margin if config.margin is not None else (known.margin if known else None)
+    if margin is None:
+        return None  # no calibration for this embedder: its default absolute threshold decides
+    weight = config.lexical_weight if config.lexical_weight is not None else (known.lexical_weight if known else 0.0)
+    return Calibration(margin=margin, lexical_weight=weight)
+
+
+def entry_text(entry: Entry) -> str:
+    return " ".join(k.text for k in entry.keys if k.regex is None) + " " + entry.content
+
+
+class Background:
+    """The baseline words' vectors, embedded once; after a failure, tried again on the next use."""
+
+    def __init__(self, cache: KeyVectors) -> None:
+        # Cached apart from the books' vectors, whose cache is pruned to the books' keys.
+        self.cache = cache
+        self.array: np.ndarray | None = None
+        self.error: str | None = None
+        """Why the words could not be embedded (semantic matching is off meanwhile), if so."""
+
+    def vectors(self) -> np.ndarray | None:
+        if self.array is None:
+            try:
+                self.array = self.cache.vectors(BACKGROUND)
+                self.error = None
+            except EmbedderError as exc:
+                self.error = str(exc)
+                log.warning("world book: cannot embed the baseline words, semantic matching is off for now: %s", exc)
+        return self.array
+
+
+def matches(
+    snap: Snapshot,
+    texts: Sequence[str],
+    vectors: np.ndarray | None,
+    message: str,
+    taken: Container[int],
+    *,
+    calibration: Calibration | None,
+    background: Background | None,
+    threshold: float,
+    top_k: int,
+) -> list[tuple[int, float, str, dict[str, Any]]]:
+    """(entry, cosine, reason, meta) of at most `top_k` entries fired by the message's pieces
+    `texts` (embedded as `vectors`), best first; entries in `taken` are already active."""
+    if not snap.searchable or vectors is None or not len(texts):
+        return []
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+    base = np.zeros(len(texts), dtype=np.float32)
+    if calibration is not None:
+        everyday = background.vectors() if background is not None else None
+        if everyday is None:
+            return []  # no baseline, no margin: keywords still work; problems() says why
+        base = baselines(vectors, everyday)
+    # Several rows can belong to one entry (keys and content), so look a little further than top_k.
+    found = snap.search(vectors, top_k * 4)
+    best: dict[int, tuple[float, float, int, str, bool, str]] = {}
+    for p, rows in enumerate(found):
+        for score, i, text, is_content in rows:
+            if i in taken or snap.entry(i).delay_until_recursion:
+                continue
+            value, why = decide(snap.entry(i), message, score, float(base[p]), calibration, threshold)
+            if why is not None and (i not in best or value > best[i][0]):
+                best[i] = (value, score, p, text, is_content, why)
+    ranked = sorted(best.items(), key=lambda item: -item[1][0])[:top_k]
+    out = []
+    for i, (value, score, p, text, is_content, why) in ranked:
+        what = "content" if is_content else f'key "{text}"'
+        reason = f'piece "{texts[p]}" ~ {what} {score:.3f}{why}'
+        meta: dict[str, Any] = {"key": text, "piece": texts[p], "matched": what, "decision": round(value, 4)}
+        out.append((i, score, reason, meta))
+    return out
+
+
+def decide(
+    entry: Entry, message: str, score: float, baseline: float, calibration: Calibration | None, threshold: float
+) -> tuple[float, str | None]:
+    """(decision value, why it fires or None) for one row's cosine. An entry's own `threshold`,
+    or a configured absolute one, compares the cosine; otherwise the calibrated margin decides."""
+    if entry.threshold is not None or calibration is None:
+        needed = entry.threshold if entry.threshold is not None else threshold
+        return score, (f" >= {needed:g}" if score >= needed else None)
+    cal = calibration
+    margin = score - baseline
+    shared = agreement(message, entry_text(entry)) if cal.lexical_weight else 0
+    value = margin + cal.lexical_weight * shared
+    if value < cal.margin:
+        return value, None
+    extra = f" + {shared} shared word{'s' if shared != 1 else ''}" if shared else ""
+    return value, f": {margin:+.3f} over the piece's baseline{extra}"

@@ -16,11 +16,8 @@ from dataclasses import asdict, dataclass
 from datetime import timedelta
 from typing import Any
 
-import numpy as np
-
 from engine.conversation import normalize
 from engine.adapters.embedder import Embedder, thresholds_for
-from engine.errors import EmbedderError
 from engine.adapters.jio import split_sentences
 from engine.config import WorldBookConfig
 from engine.paths import CharacterPaths
@@ -31,7 +28,7 @@ from engine.stores.worldbook.matcher import RegexBudget, secondary_ok
 from engine.stores.worldbook.model import BookError, Entry
 from engine.stores.worldbook.rules import Timing, by_chance, by_group, matched_at, timing
 from engine.stores.worldbook.limits import Limits
-from engine.stores.worldbook.semantic import BACKGROUND, CALIBRATED, Calibration, agreement, baselines
+from engine.stores.worldbook.semantic import Background, calibration_for, matches
 from engine.stores.worldbook.vectors import KeyVectors
 from engine.tokens import count_tokens
 
@@ -88,19 +85,17 @@ class WorldBookStore:
         self.prompts = prompts
         self.budget_tokens = budget_tokens
         self.threshold = thresholds_for(embedder, self.name, config.threshold) if config.semantic else 1.0
-        self.calibration = _calibration(config, embedder.model_id)
+        self.calibration = calibration_for(config, embedder.model_id)
         """The margin decision; None when an absolute `threshold` decides (configured, or no
         calibration is known for this embedder)."""
         self.vectors = KeyVectors(embedder, paths.cache_dir / "world_book") if config.semantic else None
         limits = Limits(max_file_bytes=config.max_file_kb * 1024, max_entry_chars=config.max_entry_chars)
         self.book = Book(paths.world_book_dir, vectors=self.vectors, limits=limits, content=config.semantic_content,
                          check_interval_s=config.check_interval_s)
-        # The baseline words' vectors, cached apart from the books' (whose cache is pruned to them).
-        self._background_cache = (
-            KeyVectors(embedder, paths.cache_dir / "world_book_baseline") if self.calibration and config.semantic else None
+        self._background = (
+            Background(KeyVectors(embedder, paths.cache_dir / "world_book_baseline"))
+            if self.calibration and config.semantic else None
         )
-        self._background: np.ndarray | None = None
-        self._background_error: str | None = None
         self._tokens: dict[str, int] = {}
         # Regex keys that ran out of time, by (file, line, key): how often, for `problems()`.
         self._slow: dict[tuple[str, int, str], int] = {}
@@ -109,8 +104,8 @@ class WorldBookStore:
         """Prompts on which the regex budget ran out before every regex key was tried."""
         if config.enabled:
             self.book.refresh(force=True)
-            if self._background_cache is not None:
-                self._background_vectors()
+            if self._background is not None:
+                self._background.vectors()
 
     # -- Store protocol --------------------------------------------------------------------
     def query_texts(self, message: str, recent: Sequence[Message]) -> list[str]:
@@ -169,8 +164,8 @@ class WorldBookStore:
         out = [str(e) for e in self.book.errors()]
         if self.book.embed_error:
             out.append(f"semantic matching degraded: {self.book.embed_error}")
-        if self._background_error:
-            out.append(f"semantic matching off (baseline words not embedded): {self._background_error}")
+        if self._background is not None and self._background.error:
+            out.append(f"semantic matching off (baseline words not embedded): {self._background.error}")
         live = {(e.file, k.line, k.text) for e, k in self.book.snapshot.regex_keys()}
         with self._slow_lock:
             slow = [(where, n) for where, n in self._slow.items() if where in live]
@@ -267,56 +262,10 @@ class WorldBookStore:
 
     def _semantic(self, snap: Snapshot, query: Query, active: dict[int, _Active]) -> None:
         texts, vectors = query.pieces.get(self.name, ((), None))
-        if not snap.searchable or vectors is None or not len(texts):
-            return
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(texts), -1)
-        base = np.zeros(len(texts), dtype=np.float32)
-        if self.calibration is not None:
-            background = self._background_vectors()
-            if background is None:
-                return  # no baseline, no margin: keywords still work; problems() says why
-            base = baselines(vectors, background)
-        # Several rows can belong to one entry (keys and content), so look a little further than top_k.
-        found = snap.search(vectors, self.config.top_k * 4)
-        best: dict[int, tuple[float, float, int, str, bool, str]] = {}
-        for p, rows in enumerate(found):
-            for score, i, text, is_content in rows:
-                if i in active or snap.entry(i).delay_until_recursion:
-                    continue
-                value, why = self._decide(snap.entry(i), query.message, score, float(base[p]))
-                if why is not None and (i not in best or value > best[i][0]):
-                    best[i] = (value, score, p, text, is_content, why)
-        ranked = sorted(best.items(), key=lambda item: -item[1][0])[: self.config.top_k]
-        for i, (value, score, p, text, is_content, why) in ranked:
-            what = "content" if is_content else f'key "{text}"'
-            reason = f'piece "{texts[p]}" ~ {what} {score:.3f}{why}'
-            meta: dict[str, Any] = {"key": text, "piece": texts[p], "matched": what, "decision": round(value, 4)}
+        found = matches(snap, texts, vectors, query.message, active, calibration=self.calibration,
+                        background=self._background, threshold=self.threshold, top_k=self.config.top_k)
+        for i, score, reason, meta in found:
             active[i] = _Active(i, "semantic", score, reason, meta)
-
-    def _decide(self, entry: Entry, message: str, score: float, baseline: float) -> tuple[float, str | None]:
-        """(decision value, why it fires or None) for one row's cosine. An entry's own `threshold`,
-        or a configured absolute one, compares the cosine; otherwise the calibrated margin decides."""
-        if entry.threshold is not None or self.calibration is None:
-            needed = entry.threshold if entry.threshold is not None else self.threshold
-            return score, (f" >= {needed:g}" if score >= needed else None)
-        cal = self.calibration
-        margin = score - baseline
-        shared = agreement(message, _entry_text(entry)) if cal.lexical_weight else 0
-        value = margin + cal.lexical_weight * shared
-        if value < cal.margin:
-            return value, None
-        words = f" + {shared} shared word{'s' if shared != 1 else ''}" if shared else ""
-        return value, f": {margin:+.3f} over the piece's baseline{words}"
-
-    def _background_vectors(self) -> np.ndarray | None:
-        if self._background is None and self._background_cache is not None:
-            try:
-                self._background = self._background_cache.vectors(BACKGROUND)
-                self._background_error = None
-            except EmbedderError as exc:
-                self._background_error = str(exc)
-                log.warning("world book: cannot embed the baseline words, semantic matching is off for now: %s", exc)
-        return self._background
 
     def _recurse(
         self, snap: Snapshot, active: dict[int, _Active], matched_secondary: dict[int, set[str]], budget: RegexBudget
@@ -420,21 +369,6 @@ class WorldBookStore:
         if n is None:
             n = self._tokens[text] = count_tokens(text)
         return n
-
-
-def _calibration(config: WorldBookConfig, model_id: str) -> Calibration | None:
-    if config.threshold is not None:
-        return None  # the operator asked for one absolute cosine
-    known = CALIBRATED.get(model_id)
-    margin = config.margin if config.margin is not None else (known.margin if known else None)
-    if margin is None:
-        return None  # no calibration for this embedder: its default absolute threshold decides
-    weight = config.lexical_weight if config.lexical_weight is not None else (known.lexical_weight if known else 0.0)
-    return Calibration(margin=margin, lexical_weight=weight)
-
-
-def _entry_text(entry: Entry) -> str:
-    return " ".join(k.text for k in entry.keys if k.regex is None) + " " + entry.content
 
 
 def _text_of(content: Any) -> str:
