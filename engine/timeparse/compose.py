@@ -10,99 +10,16 @@ one place makes both languages agree on precedence and on range inheritance
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import date, datetime, timedelta, tzinfo
+from datetime import date, timedelta, tzinfo
 
-from .calendar import Hit, at, day_range, shift_month, valid_date
+from .atoms import Atom
+from .calendar import Hit, at, shift_month, valid_date
+from .resolve import resolve
 
-# Parts of day: (start hour, end hour) on the day they attach to; past 24 is the next morning.
-PARTS: dict[str, tuple[int, int]] = {
-    "early": (0, 5),       # 凌晨
-    "dawn": (5, 9),        # 清晨
-    "morning": (5, 12),    # 早上 上午, morning
-    "noon": (11, 13),      # 中午, noon
-    "afternoon": (12, 18),
-    "dusk": (16, 20),      # 傍晚 黄昏: sunset moves from ~17:00 to ~19:30 over a year
-    "evening": (18, 24),   # "evening" (English)
-    "night": (18, 29),     # 晚上 夜里 昨晚, night, last night: until 05:00, where 凌晨 ends
-}
 # Parts whose small clock hours belong to the next morning: 晚上一点, "last night at 1".
 _LATE = ("evening", "night")
-
-
-@dataclass(frozen=True)
-class Atom:
-    s: int
-    e: int
-    kind: str  # day | range | part | clock | daynum | edge (the first / last day of a period beside it)
-    start: datetime | None = None
-    end: datetime | None = None
-    day: date | None = None
-    part: str | None = None
-    hour: int | None = None
-    # Clock atoms: whether am/pm (or a part of day) already fixed the hour.
-    meridiem_fixed: bool = False
-    # Whether the atom may stand alone (e.g. a bare zh clock "三点" may not).
-    alone_ok: bool = True
-    # For range inheritance: which calendar fields the text stated itself.
-    year_given: bool = True
-    month: int | None = None
-    dom: int | None = None
-    bare_weekday: int | None = None
-    kind_name: str = ""
-    # Range atoms that are a whole calendar month or ISO week: a day-of-month,
-    # weekday or weekend next to them is resolved inside them (上个月10号,
-    # "the 10th of last month", 上周的周三, "Tuesday night last week").
-    period: str | None = None  # "month" | "week"
-    # 左右 / 前后 / "around": widen the resolved day or hour (see ``widen``).
-    approx: bool = False
-
-
-class Atoms(list[Atom]):
-    """The atoms found in one text. `range` and `day` wrap a regex match into an atom, so every
-    grammar module adds them the same way."""
-
-    def range(self, m: re.Match[str], r: tuple[datetime, datetime] | None, name: str, *,
-              s: int | None = None, **kw: object) -> None:
-        """A resolved range; None (e.g. a day the month does not have) adds nothing."""
-        if r is not None:
-            self.append(Atom(m.start() if s is None else s, m.end(), "range", start=r[0], end=r[1],
-                             kind_name=name, **kw))  # type: ignore[arg-type]
-
-    def day(self, m: re.Match[str], d: date, name: str, **kw: object) -> None:
-        self.append(Atom(m.start(), m.end(), "day", day=d, kind_name=name, **kw))  # type: ignore[arg-type]
-
-    def edge(self, m: re.Match[str], *, first: bool) -> None:
-        """The first / last day of the month, week or year beside it (`_edge_day`); nothing alone."""
-        self.append(Atom(m.start(), m.end(), "edge", alone_ok=False, kind_name="first_day" if first else "last_day"))
-
-
-@dataclass(frozen=True)
-class Ctx:
-    """What every rule needs besides its match: the text and the moment it is read at."""
-
-    text: str
-    now: datetime
-    tz: tzinfo
-    today: date
-
-
-Handler = Callable[[re.Match[str], Ctx, Atoms], None]
-Rule = tuple[re.Pattern[str], Handler]
-"""A grammar is a table of rules: every match of the pattern is handed to the handler, which
-adds zero or more atoms. Rules are small and independent; `compose` glues their atoms."""
-
-
-def run_rules(rules: Sequence[Rule], text: str, now: datetime) -> Atoms:
-    tz = now.tzinfo
-    assert tz is not None
-    ctx = Ctx(text, now, tz, now.date())
-    out = Atoms()
-    for pattern, handler in rules:
-        for m in pattern.finditer(text):
-            handler(m, ctx, out)
-    return out
 
 
 def _clock_hour(hour: int, part: str | None, fixed: bool) -> int:
@@ -227,48 +144,6 @@ def _combine(a: Atom, b: Atom, lang: str) -> Atom | None:
         # "3 in the afternoon": a part attached after the clock.
         return replace(b, s=a.s, hour=_clock_hour(a.hour, b.part, a.meridiem_fixed), kind_name="part+clock")
     return None
-
-
-# 左右 / 前后 / "around" widen a day by this many days each side, an hour by one hour.
-APPROX_DAYS = 3
-APPROX_HOURS = 1
-
-
-def _day_or_hour(tz: tzinfo, d: date, hour: int | None, approx: bool) -> tuple[datetime, datetime]:
-    if hour is None:
-        if approx:
-            return at(tz, d - timedelta(days=APPROX_DAYS)), at(tz, d + timedelta(days=APPROX_DAYS + 1))
-        return day_range(tz, d)
-    if approx:
-        # Wall-clock hours; "around midnight" borrows the previous day's last hour.
-        lo = at(tz, d - timedelta(days=1), 24 + hour - APPROX_HOURS)
-        return lo, at(tz, d, hour + 1 + APPROX_HOURS)
-    return at(tz, d, hour), at(tz, d, hour + 1)
-
-
-def resolve(a: Atom, tz: tzinfo, today: date) -> tuple[datetime, datetime] | None:
-    if a.kind == "range":
-        assert a.start is not None and a.end is not None
-        return a.start, a.end
-    if a.kind in ("approx", "edge"):
-        return None
-    if a.kind == "daynum":
-        return None if a.day is None or not a.alone_ok else _day_or_hour(tz, a.day, None, a.approx)
-    if a.kind == "clock":
-        if not a.alone_ok or a.hour is None:
-            return None
-        return _day_or_hour(tz, today, a.hour, a.approx)
-    if a.kind == "part" and not a.alone_ok:
-        return None
-    d = a.day if a.kind == "day" else today
-    if d is None:
-        return None
-    if a.hour is not None:
-        return _day_or_hour(tz, d, a.hour, a.approx)
-    if a.part is not None:
-        h0, h1 = PARTS[a.part]
-        return at(tz, d, h0), at(tz, d, h1)
-    return _day_or_hour(tz, d, None, a.approx)
 
 
 def _inherit(a: Atom, b: Atom) -> Atom:

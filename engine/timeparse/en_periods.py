@@ -1,6 +1,6 @@
 """English parts of a month and "the same day in another period".
 
-Kept apart from ``en.py`` (the core grammar) because these families all lean on a
+Kept apart from ``en_rules.py`` (the core rules) because these families all lean on a
 month or week reference that other rules already resolve on their own:
 "early last month", "the end of October", "the first week of October",
 "this time last year", "a week ago today", "two weekends ago", "the Monday
@@ -14,7 +14,7 @@ import re
 from datetime import date, datetime, timedelta, tzinfo
 
 from . import calendar as cal
-from .compose import Atom, Atoms, Ctx, Rule, run_rules
+from .atoms import Atom, Atoms, Ctx, Rule, run_rules
 from .en_words import MONTH, MONTHS, NUMS, NUMW, WD_ANY, WD_ABBR, WEEKDAYS
 
 _I = re.IGNORECASE

@@ -1,4 +1,4 @@
-"""English vocabulary shared by the grammar (``en.py``) and its period rules (``en_periods.py``)."""
+"""English vocabulary shared by the grammar (``en.py``, ``en_patterns.py``, ``en_rules.py``, ``en_periods.py``)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,15 @@ COUPLE = {"couple", "couple of", "a couple", "a couple of"}
 FEW = {"few", "a few", "several"}
 """Vague three: "a few days ago" is the week before today, not exactly three days."""
 NUMW = r"(?:\d{1,3}|a couple of|a couple|couple of|couple|a few|few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty)"
+
+
+def num(s: str | None, default: int = 1) -> int | None:
+    """A count in digits or words ("3", "a couple of"); `default` when none is written, None when unknown."""
+    if s is None:
+        return default
+    s = re.sub(r"\s+", " ", s.lower())
+    return int(s) if s.isdigit() else NUMS.get(s)
+
 
 WEEKDAYS = {"monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5, "sunday": 6}
 WD_ABBR = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "weds": 2, "thu": 3, "thur": 3, "thurs": 3, "fri": 4, "sat": 5, "sun": 6}
@@ -67,6 +76,16 @@ FESTIVALS = {
     "memorial day": "memorial_day",
 }
 FEST_RX = "|".join(re.escape(k) for k in sorted(FESTIVALS, key=len, reverse=True)).replace("'", "['’]")
+
+
+def festival_word(word: str) -> str:
+    """A festival as written, in the form `FESTIVALS` lists it (lower case, one space, straight quote)."""
+    return re.sub(r"\s+", " ", word.lower().replace("’", "'"))
+
+
+def festival_key(word: str) -> str:
+    return FESTIVALS[festival_word(word)]
+
 
 PARTS = {"morning": "morning", "afternoon": "afternoon", "evening": "evening", "night": "night", "nite": "night",
           "noon": "noon", "midday": "noon"}

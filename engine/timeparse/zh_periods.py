@@ -13,7 +13,7 @@ import re
 from datetime import date, datetime, timedelta, tzinfo
 
 from . import calendar as cal
-from .compose import Atom, Atoms, Ctx, Rule, run_rules
+from .atoms import Atom, Atoms, Ctx, Rule, run_rules
 from .zh_words import NUM, UNITS, YEAR, cn_int, period_offset, year_of
 
 _MREF = r"(?:(?P<rel>上上|上|这|本|下下|下)一?个?月|(?:" + YEAR + r")?(?P<m>" + NUM + r")月份?)"

@@ -1,4 +1,4 @@
-"""Chinese numerals, year prefixes and period offsets shared by ``zh.py`` and ``zh_periods.py``."""
+"""Chinese vocabulary shared by the grammar (``zh.py``, ``zh_patterns.py``, ``zh_periods.py``)."""
 
 from __future__ import annotations
 
@@ -57,3 +57,48 @@ def period_offset(p: str) -> int:
 
 UNITS = {"天": "day", "日": "day", "周": "week", "星期": "week", "礼拜": "week", "月": "month", "年": "year"}
 """Calendar units as the shared calendar helpers name them."""
+
+WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6, "七": 6,
+           "1": 0, "2": 1, "3": 2, "4": 3, "5": 4, "6": 5, "7": 6}
+
+DAY_WORDS = {
+    "大前天": (-3, None), "前天": (-2, None), "昨天": (-1, None), "昨日": (-1, None),
+    "前儿个": (-2, None), "前儿": (-2, None), "昨儿个": (-1, None), "昨儿": (-1, None), "昨个": (-1, None),
+    "今天": (0, None), "今日": (0, None), "今儿个": (0, None), "今儿": (0, None),
+    "明天": (1, None), "明日": (1, None), "明儿": (1, None), "后天": (2, None), "大后天": (3, None),
+    "今早": (0, "morning"), "今晨": (0, "morning"), "今晚": (0, "night"), "今夜": (0, "night"),
+    "昨晚": (-1, "night"), "昨夜": (-1, "night"), "昨早": (-1, "morning"), "前晚": (-2, "night"),
+    "明早": (1, "morning"), "明晚": (1, "night"),
+}
+
+# 晚上 and 夜里 are one night, 18:00 to 05:00 (昨晚两点才睡 is 02:00 today); 清晨 is dawn only.
+PART_WORDS = {
+    "凌晨": "early", "清晨": "dawn", "早上": "morning", "早晨": "morning", "上午": "morning",
+    "中午": "noon", "正午": "noon", "下午": "afternoon", "午后": "afternoon",
+    "傍晚": "dusk", "黄昏": "dusk", "晚上": "night", "夜里": "night", "夜晚": "night", "晚间": "night",
+    "夜间": "night", "半夜": "night", "深夜": "night",
+}
+# Said only right after a day (昨儿晚, 周日晚, 昨天一早); alone 晚 is "late" (太晚了) and 一早 "all
+# along" (我一早就知道).
+PART_AFTER_DAY = {"晚": "night", "一早": "morning", "一大早": "morning"}
+
+FESTIVALS = {
+    "五一劳动节": "labour_day", "五一节": "labour_day", "劳动节": "labour_day", "五一": "labour_day",
+    "国庆节": "national_day", "国庆": "national_day", "元旦节": "new_year", "元旦": "new_year",
+    "圣诞节": "christmas", "圣诞": "christmas", "平安夜": "christmas_eve", "情人节": "valentine",
+    "万圣节": "halloween", "春节": "spring_festival", "大年初一": "spring_festival",
+    "正月初一": "spring_festival", "正月十五": "lantern", "腊月初八": "laba", "腊月三十": "chuxi",
+    "除夕夜": "chuxi", "除夕": "chuxi", "大年三十": "chuxi", "年三十": "chuxi",
+    "元宵节": "lantern", "元宵": "lantern", "端午节": "dragon_boat", "端午": "dragon_boat",
+    "中秋节": "mid_autumn", "中秋": "mid_autumn", "七夕节": "qixi", "七夕": "qixi",
+    "重阳节": "double_ninth", "重阳": "double_ninth", "腊八节": "laba", "腊八": "laba",
+    "清明节": "qingming", "清明": "qingming", "母亲节": "mothers_day", "父亲节": "fathers_day",
+    "感恩节": "thanksgiving", "教师节": "teachers_day", "六一儿童节": "childrens_day",
+    "儿童节": "childrens_day", "三八妇女节": "womens_day", "妇女节": "womens_day",
+    "愚人节": "april_fools", "跨年夜": "new_years_eve", "复活节": "easter",
+    "双十一": "singles_day", "双11": "singles_day", "光棍节": "singles_day", "双十二": "double_twelve", "双12": "double_twelve",
+}
+# Holiday weeks (the statutory break), as opposed to the festival day itself.
+# (first day relative to the festival, length in days).  春节: 除夕 to 初七, the
+# traditional week that the statutory break (which shifts year to year) overlaps.
+HOLIDAY_WEEKS = {"national_day": (0, 7), "labour_day": (0, 5), "spring_festival": (-1, 8)}
