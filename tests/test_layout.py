@@ -1,5 +1,6 @@
-"""The package's import graph has no cycles (issue 39): every `import` and `from … import` in
-`engine/`, at module level or inside a function, `if TYPE_CHECKING:` included, read with `ast`."""
+"""The package's layout (issue 39): its import graph has no cycles (every `import` and
+`from … import` in `engine/`, at module level or inside a function, `if TYPE_CHECKING:` included,
+read with `ast`), and no module grows past about 400 lines."""
 
 from __future__ import annotations
 
@@ -83,3 +84,13 @@ def test_no_import_cycles():
 def test_the_finder_sees_a_cycle():
     """The check can fail: two modules importing each other are a cycle."""
     assert cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+
+
+MAX_LINES = 410
+"""About 400 lines: past that a module has held more than one concept each time (issue 39)."""
+
+
+def test_no_module_past_about_400_lines():
+    long = {str(path.relative_to(ENGINE)): n for path in ENGINE.rglob("*.py")
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert long == {}
