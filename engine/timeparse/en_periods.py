@@ -14,7 +14,7 @@ import re
 from datetime import date, datetime, timedelta, tzinfo
 
 from . import calendar as cal
-from .atoms import Atom, Atoms, Ctx, Rule, run_rules
+from .atoms import Atom, Atoms, Ctx, Rule
 from .en_words import MONTH, MONTHS, NUMS, NUMW, WD_ANY, WD_ABBR, WEEKDAYS
 
 _I = re.IGNORECASE
@@ -191,10 +191,6 @@ RULES: list[Rule] = [
     (_RX["weekday_before_last"], _weekday_before_last),
     (_RX["weekdays_ago"], _weekdays_ago),
 ]
-
-
-def atoms(text: str, now: datetime) -> list[Atom]:
-    return run_rules(RULES, text, now)
 
 
 def _same_day(m: re.Match[str], tz: tzinfo, base: date, unit: str, n: int, vague: bool, out: list[Atom]) -> None:

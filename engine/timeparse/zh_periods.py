@@ -13,7 +13,7 @@ import re
 from datetime import date, datetime, timedelta, tzinfo
 
 from . import calendar as cal
-from .atoms import Atom, Atoms, Ctx, Rule, run_rules
+from .atoms import Atoms, Ctx, Rule
 from .zh_words import NUM, UNITS, YEAR, cn_int, period_offset, year_of
 
 _MREF = r"(?:(?P<rel>上上|上|这|本|下下|下)一?个?月|(?:" + YEAR + r")?(?P<m>" + NUM + r")月份?)"
@@ -102,10 +102,6 @@ RULES: list[Rule] = [
     (_RX["same_day"], _same_day_rule),
     (_RX["fuzzy_ago"], _fuzzy_ago_rule),
 ]
-
-
-def atoms(text: str, now: datetime) -> list[Atom]:
-    return run_rules(RULES, text, now)
 
 
 def _same_day(tz: tzinfo, today: date, unit: str, back: int, spread: int) -> tuple[datetime, datetime]:

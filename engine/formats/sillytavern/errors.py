@@ -33,12 +33,6 @@ class FormatError(EngineError, ValueError):
         return f"{self.file}: {self.where}: {self.message}" if self.where else f"{self.file}: {self.message}"
 
 
-def join_where(*parts: str | None) -> str | None:
-    """Joins location parts ("chunk 'ccv3'", "field data.name") into one `where`."""
-    kept = [p for p in parts if p]
-    return ", ".join(kept) if kept else None
-
-
 def describe(value: Any) -> str:
     """The offending value for a message, shortened: `str 'a, b'`, `int 5`, `list of 3`."""
     kind = type(value).__name__ if value is not None else "null"
