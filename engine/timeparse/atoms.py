@@ -36,7 +36,7 @@ class Atom:
     # weekday or weekend next to them is resolved inside them (上个月10号,
     # "the 10th of last month", 上周的周三, "Tuesday night last week").
     period: str | None = None  # "month" | "week"
-    # 左右 / 前后 / "around": widen the resolved day or hour (see ``widen``).
+    # 左右 / 前后 / "around": widen the resolved day or hour (``resolve._day_or_hour``).
     approx: bool = False
 
 
@@ -55,7 +55,7 @@ class Atoms(list[Atom]):
         self.append(Atom(m.start(), m.end(), "day", day=d, kind_name=name, **kw))  # type: ignore[arg-type]
 
     def edge(self, m: re.Match[str], *, first: bool) -> None:
-        """The first / last day of the month, week or year beside it (`_edge_day`); nothing alone."""
+        """The first / last day of the month, week or year beside it (``compose._edge_day``); nothing alone."""
         self.append(Atom(m.start(), m.end(), "edge", alone_ok=False, kind_name="first_day" if first else "last_day"))
 
 

@@ -132,20 +132,20 @@ class Background:
 
     def __init__(self, cache: KeyVectors) -> None:
         # Cached apart from the books' vectors, whose cache is pruned to the books' keys.
-        self.cache = cache
-        self.array: np.ndarray | None = None
+        self._cache = cache
+        self._array: np.ndarray | None = None
         self.error: str | None = None
         """Why the words could not be embedded (semantic matching is off meanwhile), if so."""
 
     def vectors(self) -> np.ndarray | None:
-        if self.array is None:
+        if self._array is None:
             try:
-                self.array = self.cache.vectors(BACKGROUND)
+                self._array = self._cache.vectors(BACKGROUND)
                 self.error = None
             except EmbedderError as exc:
                 self.error = str(exc)
                 log.warning("world book: cannot embed the baseline words, semantic matching is off for now: %s", exc)
-        return self.array
+        return self._array
 
 
 def matches(
