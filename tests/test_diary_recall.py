@@ -234,6 +234,21 @@ def test_false_trigger_and_recall_rates():
         ("last week's storm — is it coming back this weekend?", False),
         ("my knee's been sore since the hike last Saturday, can I still go to the gym?", False),
         ("whats the difference between mitosis and meiosis again? we went over it in class yesterday", False),
+        # asked in other frames: politely, as a wish, as a subject raised, as something to be told once
+        # more, as the words themselves; a wish or a text to summarise is no question about our talk
+        ("would you mind giving me a rundown of our chat last weekend?", True),
+        ("I'd love a quick summary of what we said yesterday", True),
+        ("can u go back over our convo from monday", True),
+        ("I'd like to go back over what we discussed on Saturday.", True),
+        ("what did you make of my idea when I brought it up on Thursday?", True),
+        ("Last Tuesday I was venting about my landlord, what was the problem again", True),
+        ("could you repeat the exact words you used to calm me down last night?", True),
+        ("上周五你鼓励我的那些话，能再说一遍吗", True),
+        ("大前天我是不是说过要去体检？", True),
+        ("前天我有没有提我妹妹要来", True),
+        ("Could you write a summary of the article I read yesterday?", False),
+        ("I'd like to go hiking again like we did last weekend", False),
+        ("my laptop crashed again yesterday, why does this keep happening", False),
     ],
     ids=lambda v: str(v),
 )

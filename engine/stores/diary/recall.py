@@ -47,6 +47,7 @@ _ZH_MEMORY = re.compile(
     r"(?<!总是)(?<!老是)(?<!经常)(?<!又)忘(了|记了?)[^，。！？,.!?]{0,12}(什么|啥|哪|谁|多少|名字)|回忆|回想|你[^，。！？,.!?]{0,4}想起来|想起来(了)?[吗没]|"
     r"(聊|谈|说|讲|提|问|告诉|跟你说|和你说|对你说)(了|过|到)?(些)?(什么|啥|哪些|哪里|哪儿|哪(?=了)|些啥|几件|多少)|"
     r"(聊|谈|讲|提|告诉|问|讨论|商量)过|跟你说过|和你说过|对你说过|说过|提到过|"
+    r"我(是不是|有没有)(跟你|和你|对你)?(说|讲|提)(?!错|漏|多|重|得|太)|"
     # 我们 / 咱们 as who talked, not "our" (我们老板突然说): only adverbs and times before the verb
     r"(我们|咱们|咱俩|我俩)(俩|两个)?(之前|以前|上次|那天|那次|昨天|前天|上周|刚才|刚刚|之间)?(都|也|还|又|一起|曾经|就)?(聊|谈|说|讲)|"
     r"咱.{0,4}(聊|谈)|"
@@ -86,6 +87,9 @@ _EN_MEMORY = re.compile(
     r"\bwhat (i|we) (told|said|mentioned|talked|discussed|chatted)|\bwhat (i|we) (was|were) (talking|chatting|saying|discussing)\b|"
     r"what (have|had) (i|we)\b|what was (i|it i|it we)|what were we|"
     r"(continue|pick up|resume)\b[^.?!]{0,30}\b(topic|conversation|discussion|chat)|where we left off|let'?s continue|"
+    # "what was the issue again", "who was that again": asked to be told once more (not "why did it
+    # break again", a thing that happened twice)
+    r"(what|which|who|where|when|how)\s+(?:was|were|did|had)\b[^.?!,;]{0,40}\bagain\s*(?=[?.!]|$)|"
     r"let'?s (get|go) back to|(get|go|come) back to (our|what|that|the (topic|conversation|discussion|debate|chat|story))|"
     r"back to \w+'s (topic|conversation|discussion|debate|chat|story))\b",
     re.IGNORECASE,
@@ -119,7 +123,13 @@ _EN_REQUEST = re.compile(
     r"(?:summari[sz]e|recap|list|describe|review|go (?:over|through)|(?:walk|run|take|talk) me through|fill me in on"
     r"|give me (?:a |an )?(?:quick |short |brief )?(?:recap|summary|rundown|overview))\b"
     r"|\btell me (?:again |once more )?(?:about|what|how|everything|more about)\b"
-    r"|\b(?:can|could|would|will) you (?:please )?(?:summari[sz]e|recap|sum\b|go over|walk me through|list|describe)",
+    r"|\b(?:can|could|would|will) (?:you|u) (?:please |pls )?(?:summari[sz]e|recap|sum\b|go over|walk me through|list|describe)"
+    # asked politely or as a wish, of our talk ("Would you mind summarizing our chat", "Could you give
+    # me a quick recap of our conversation", "I'd love a rundown of what we said"), not of a text
+    # ("could you write a summary of this article")
+    r"|\b(?:(?:can|could|would|will) (?:you|u)|would you mind|(?:i'?d|i would) (?:like|love)|i (?:want|need)|can i (?:get|have))"
+    r"\b[^.?!]{0,25}?\b(?:summari[sz](?:e|ing)|recap(?:ping)?|summary|rundown|run-down|overview|going (?:back )?over|go (?:back )?over)\b"
+    r"[^.?!]{0,12}?\b(?:(?:our|the|that|this) (?:chats?|conversations?|convos?|talks?|discussions?)|what (?:we|i|you)\b|everything we)",
     re.IGNORECASE,
 )
 
@@ -161,6 +171,7 @@ _TOLD = re.compile(r"\b(i|we) (told you|said(?![^.?!]*\bto (?:my|his|her|their|t
                    r"|你[^，。！？,.!?我]{0,6}?(给|帮)我[^，。！？,.!?]{1,3}的|你[^，。！？,.!?]{0,6}?(答应|承诺|保证)(过)?我"
                    r"|\b(can|could|would) you (please )?repeat\b|(^|[.!?,;—–-]\s*)(please )?repeat\b"
                    r"|你[^，。！？,.!?]{0,6}?(推荐|介绍|说|讲|发)(给)?我的|\bdid you (give|send|tell|show|recommend|suggest|promise) me\b"
+                   r"|你[^，。！？,.!?]{0,8}?我的(那些|那句|那番)?话|\b(the |your )?(exact )?words (you|i) (used|said)\b"
                    r"|我[上下昨前今那这之以刚才周天月号日早晚午年星期礼拜一二三四五六七八九十0-9]{0,6}?(说|讲|提到|聊到|(发|传)给你)的|(?<![把])你[^，。！？,.!?我有]{0,6}?(给我|跟我|和我|对我|帮我)?(说|讲|提到|推荐|建议|介绍)的", re.IGNORECASE)
 # Our talk itself, named in the clause that holds the past time ("上周你说我应该多运动，具体是怎么说的",
 # "昨天我跟你说我几点的飞机", "On Wednesday I asked you a question about taxes, what did you
@@ -175,6 +186,8 @@ _TALK = re.compile(
     r"|你给(过)?我的|我们(讨论|聊|谈|商量)|的(聊天|对话|谈话)|"
     r"\b(i|we) (told|asked|showed|sent|promised|gave) you\b|\byou (told|asked|showed|sent|gave|promised) me\b"
     r"|\b(i|we) (shared|vented|ranted|complained|confided|opened up)( \w+)? (with|to|in) you\b|\b(what|things?|stuff) we (covered|went over)\b"
+    # a subject raised in our talk ("when I brought it up on Monday", "the topic you raised")
+    r"|\b(i|we|you) (brought|bring) (\w+ ){0,2}up\b|\b(i|we|you) raised\b"
     # said to someone else ("I said something mean to my partner") is no talk of ours
     r"|\b(i|we) (said(?![^.?!]*\bto (?:my|his|her|their|the|a|an|him|them)\b)|mentioned|recommended|suggested|discussed)\b|\byou (said|mentioned|recommended|suggested|answered)\b"
     r"|\bwe (talked|chatted|spoke)\b",
@@ -184,8 +197,10 @@ _TALK = re.compile(
 
 _ASKING = re.compile(
     r"(^|[，。！？,.!?；;\s]|你|能不能|可以)(帮我|给我|请|麻烦)|(帮我|给我)(看|想|回忆|找|查|说|讲|念|列|总结|整理|复述|再)"
-    r"|再(说|讲)一(遍|次)|再[^，。！？,.!?]{0,3}一(遍|次|下)|复述|重复一下|还没(回答|回复|告诉我|说)|我(需要|想知道|想(看看|看一下|翻翻|回顾一下|找找))"
-    r"|\b(can|could|would) you\b|\bplease\b|\bagain\b|\brepeat\b|\bi need (the|to know)\b",
+    r"|再(说|讲)一(遍|次)|再[^，。！？,.!?]{0,3}一(遍|次|下)|复述|重复一下|还没(回答|回复|告诉我|说)|我(需要|想知道|想(看看|看一下|翻翻|回顾一下|找找|了解|问问))"
+    r"|\b(can|could|would) (you|u)\b|\bplease\b|\bagain\b|\brepeat\b|\bi need (the|to know)\b"
+    # a wish that is a request ("I'd like to go back over what we discussed", "我想了解一下…")
+    r"|\b(i'?d|i would) (like|love) to\b|\bi (want|need) to (know|hear|see|go)\b|想了解",
     re.IGNORECASE,
 )
 
