@@ -17,7 +17,7 @@ from engine.config import load_config
 from engine.orchestrator import MemoryOrchestrator
 from engine.testing.serve import copy_demo
 
-from demo_data import diary_only_config
+from demo_data import diary_only_config, errands
 
 ROOT = Path(__file__).resolve().parent.parent
 TZ = ZoneInfo("Asia/Shanghai")
@@ -134,6 +134,28 @@ def test_a_range_is_also_answered_by_what_was_told_of_it_afterwards(tmp_path, em
             text = diary_text(orch.build_prompt(question, user_id="kim", chat_id="new", now=NOW))
             assert "带孩子去了动物园" in text and "fixed the bike" in text, (question, text)
             assert "今天要开会" not in text, text  # told of nothing in the range
+
+
+def test_a_day_that_fits_comes_whole_before_what_later_days_told_of_it(tmp_path, embedder):
+    """A day whose own turns fit the diary's budget is shown whole, asked about as a whole or for
+    something within it: turns of later days that tell of it (their resolved dates fall in it) take
+    only what it leaves, never push its own turns out (before: 3 of a 20-turn day's turns left out
+    for two told of it the next week)."""
+    copy_demo(tmp_path)
+    day = datetime(2026, 5, 6, 20, 0, tzinfo=TZ)
+    own = [(f"d{i}", day + timedelta(minutes=5 * i), line, "好的。") for i, line in enumerate(errands(8))]
+    story = "，".join(["朋友们一起去爬山", "山顶的风景特别美", "下山的时候下起了大雨", "我们在小卖部躲了一个小时的雨"] * 3)
+    told = [(f"t{i}", day + timedelta(days=1, hours=1, minutes=i), f"昨天晚上{story}。", "听起来很难忘。") for i in range(3)]
+    overrides = {"data_dir": str(tmp_path), "core": {"enabled": False}, "world_book": {"enabled": False},
+                 "retrieval": {"caps": {"diary": 420}}}
+    with MemoryOrchestrator.from_config("xiaoyue", config=load_config(overrides=overrides, env={}), embedder=embedder) as orch:
+        for tid, at, user, reply in own + told:
+            orch.record_turn(user, reply, user_id="lee", at=at, turn_id=tid)
+        assert orch.flush(300)
+        for question in ("5月6号我们聊了什么？", "What did we talk about on May 6?", "On May 6 I told you about my landlord, what did I say?"):
+            result = orch.build_prompt(question, user_id="lee", chat_id="new", now=NOW)
+            shown = {str(i) for h in result.hits if h.store == "diary" for i in (h.meta.get("ids") or [h.meta.get("id")]) if i}
+            assert {tid for tid, *_ in own} <= shown, (question, sorted(shown), diary_text(result))
 
 
 def test_last_time_is_the_previous_sitting(tmp_path, embedder):

@@ -124,11 +124,10 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
             asked = ask_kind(piece_vector(query, rest), how.model_id, has_content=has_content_words(text, decision.cue))
             at_most = budget // MIN_LINE_TOKENS  # more turns than this cannot fit: no need to read them
             # Only a recap surely asked shows a range too long for its turns whole (as digests).
-            cands, parts, span = _range_candidates(source, tz, ranges, decision, vector,
-                                                   at_most=None if asked.kind == "range" and asked.sure else at_most)
-            if query.exclude and len(cands):
-                keep = [i for i, tid in enumerate(source.turn_ids(cands.rows)) if tid not in query.exclude]
-                cands = cands.take(np.array(keep, dtype=np.int64))
+            cands, own, parts, span = _range_candidates(source, tz, ranges, decision, vector,
+                                                        at_most=None if asked.kind == "range" and asked.sure else at_most)
+            if query.exclude:
+                cands, own = _without(source, cands, query.exclude), _without(source, own, query.exclude)
             whole = asked.kind == "range" and len(cands) > 0
             # A whole range is shown whole (digests when long) and nothing competes with it. A
             # content question gets the range's turns first, all of them when they fit; else its
@@ -142,7 +141,12 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
             found_in_range = []
             if whole or len(cands) <= at_most:
                 found_in_range = range_hits(source, how, cands, parts, budget=budget, digest=whole, why=asked.how)
-            too_long = len(cands) > at_most or any(h.meta.get("kind") == "omitted" for h in found_in_range)
+                if len(own) < len(cands) and _cut(found_in_range):
+                    # what was told of the range afterwards gives way to the range's own turns
+                    own_hits = range_hits(source, how, own, parts, budget=budget, digest=whole, why=asked.how)
+                    if not _cut(own_hits):
+                        cands, found_in_range = own, own_hits
+            too_long = len(cands) > at_most or _cut(found_in_range)
             if whole and not asked.sure and too_long:
                 whole = False
             if not whole and too_long:
@@ -181,6 +185,18 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
             shown = covered | {i for h in lines for i in h.meta.get("ids", ()) if i in range_ids}
             hits += omitted_note(how.prompts, ranges, in_range_total, len(shown))
     return hits
+
+
+def _cut(hits: Sequence[Hit]) -> bool:
+    """Some of a range's turns were left out (or shown as digests): the note says how many."""
+    return any(h.meta.get("kind") == "omitted" for h in hits)
+
+
+def _without(source: DiarySource, turns: RangeTurns, exclude: frozenset[str]) -> RangeTurns:
+    if not len(turns):
+        return turns
+    keep = [i for i, tid in enumerate(source.turn_ids(turns.rows)) if tid not in exclude]
+    return turns.take(np.array(keep, dtype=np.int64))
 
 
 def places(source: DiarySource, turns: RangeTurns, hits: Sequence[SearchHit]) -> np.ndarray:
@@ -224,10 +240,12 @@ def previous_sitting(source: DiarySource, now: datetime) -> tuple[datetime, date
 
 
 def _range_candidates(source: DiarySource, tz: tzinfo, ranges, decision, vector, *, at_most: int | None):
-    """(the used ranges' turns, the ranges' parts (expression, description, turns, start, stop),
-    (start, end) epoch span of the first range). A range of more than `at_most` turns is shown by
-    its best turns only: the turns told of after it are not read."""
+    """(the used ranges' turns with those told of after them, the ranges' own turns, the ranges'
+    parts (expression, description, turns, start, stop), (start, end) epoch span of the first
+    range). A range of more than `at_most` turns is shown by its best turns only: the turns told of
+    after it are not read."""
     found: list[RangeTurns] = []
+    own: list[RangeTurns] = []
     parts = []
     first = None
     for expr, (start, stop) in ranges:
@@ -247,13 +265,14 @@ def _range_candidates(source: DiarySource, tz: tzinfo, ranges, decision, vector,
             return why + dropped
 
         turns = source.span(lo, last + 1, vector, reason)
+        own.append(turns)
         # A range too long to show whole is answered by its best turns, by a search within it: turns
         # told of afterwards would rank last there (the search finds them among the other days).
         told = None if at_most is not None and len(turns) > at_most else _told_of_afterwards(
             source, tz, lo, last + 1, f'expression "{expr.text}" → {desc}: told of afterwards')
         found += [turns] if told is None else [turns, told]
         parts.append((expr, desc, len(turns) + (len(told) if told is not None else 0), start, stop))
-    return RangeTurns.join(found), parts, first
+    return RangeTurns.join(found), RangeTurns.join(own), parts, first
 
 
 def _told_of_afterwards(source: DiarySource, tz: tzinfo, lo: int, hi: int, why: str) -> RangeTurns | None:
