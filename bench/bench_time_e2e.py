@@ -57,7 +57,7 @@ class Phrase:
     days_after: int
 
 
-def phrases(day: date, lang: str, rng: random.Random) -> list[Phrase]:
+def phrases(day: date, lang: str, rng: random.Random, *, wide: bool = False) -> list[Phrase]:
     """Names of `day`, each with a `now` at which it means that day."""
     out: list[Phrase] = []
     if lang == "en":
@@ -82,6 +82,42 @@ def phrases(day: date, lang: str, rng: random.Random) -> list[Phrase]:
         k = rng.randint(10, 40)
         d = f"{day.month}月{day.day}{rng.choice(['号', '日'])}"
         out.append(Phrase(d, d, k))
+    return out + (_wide(day, lang, rng) if wide else [])
+
+
+_NUM_EN = ["zero", "one", "two", "three", "four", "five", "six", "seven"]
+_NUM_ZH = "零一两三四五六七"
+
+
+def _wide(day: date, lang: str, rng: random.Random) -> list[Phrase]:
+    """More ways to name a day (`--phrases wide`), each only where it is unambiguous: "last
+    Tuesday" asked in the next week before that weekday (the latest Tuesday and last week's
+    Tuesday are then the same day), "the 3rd" later in the same month. Not "a week ago" / 一周前: by
+    the manual's convention (docs/time-expressions.md) they name last week, not one day."""
+    wd, out = day.weekday(), []
+    n = rng.randint(4, 6)
+    later_in_month = [k for k in range(2, 25) if (day + timedelta(days=k)).month == day.month]
+    if lang == "en":
+        out.append(Phrase(f"{_NUM_EN[n]} days ago", f"{_NUM_EN[n].capitalize()} days ago", n))
+        if wd >= 1:
+            w = WEEKDAYS_EN[wd]
+            out += [Phrase(f"last {w}", f"Last {w}", 7 - wd + rng.randint(0, wd - 1)),
+                    Phrase(f"this past {w}", f"This past {w}", 7 - wd + rng.randint(0, wd - 1))]
+        th = {1: "st", 2: "nd", 3: "rd", 21: "st", 22: "nd", 23: "rd", 31: "st"}.get(day.day, "th")
+        if later_in_month:
+            out.append(Phrase(f"on the {day.day}{th}", f"On the {day.day}{th}", rng.choice(later_in_month)))
+        d = f"the {day.day}{th} of {MONTHS_EN[day.month - 1]}"
+        out.append(Phrase(f"on {d}", f"On {d}", rng.randint(10, 40)))
+    else:
+        out.append(Phrase(f"{_NUM_ZH[n]}天前", f"{_NUM_ZH[n]}天前", n))
+        if wd >= 1:
+            w = rng.choice(["上星期", "上礼拜"]) + WEEKDAYS_ZH[wd]
+            out.append(Phrase(w, w, 7 - wd + rng.randint(0, wd - 1)))
+        if later_in_month:
+            d = f"{day.day}号"
+            out.append(Phrase(d, d, rng.choice(later_in_month)))
+        d = f"{day.month}月{day.day}日那天"
+        out.append(Phrase(d, d, rng.randint(10, 40)))
     return out
 
 
@@ -166,7 +202,19 @@ def present(entry, ids: set[str], built: str) -> bool:
     return bool(probe) and probe in built
 
 
-def run_sample(sample: dict, data: Path, rng: random.Random, rows: list[dict]) -> None:
+def asked_of(templates: dict | None, language: str, rng: random.Random) -> list[tuple[str, str, list[str]]]:
+    """(kind, family, templates to choose one from) of the questions asked about one day: every
+    family of the bench's own, or with `--templates` a few drawn from each kind of that file."""
+    if templates is None:
+        return [(kind, family, texts) for kind, families in FAMILIES[language].items()
+                for family, texts in families.items()]
+    per_kind = {"range": 3, "content": 3, "statement": 2}
+    return [(kind, t["family"], [t["text"]]) for kind, items in templates[language].items()
+            for t in rng.sample(items, min(per_kind.get(kind, 2), len(items)))]
+
+
+def run_sample(sample: dict, data: Path, rng: random.Random, rows: list[dict], *, templates: dict | None = None,
+               wide: bool = False) -> None:
     language, zone = language_of(sample)
     tz = ZoneInfo(sample.get("timezone", zone))
     user = sample["sample_id"]
@@ -183,29 +231,28 @@ def run_sample(sample: dict, data: Path, rng: random.Random, rows: list[dict]) -
             continue
         fits = day_fits(orch, entries, budget)
         user_lines = [e.user for e in entries if e.user.strip()]
-        for kind, families in FAMILIES[language].items():
-            for family, templates in families.items():
-                phrase = rng.choice(phrases(day, language, rng))
-                template = rng.choice(templates)
-                topic = topic_of(list(user_lines), language, rng) if "{topic}" in template else ""
-                question = fill(template, phrase, topic)
-                now = lo + timedelta(days=phrase.days_after, hours=rng.choice([9, 13, 20]), minutes=rng.randint(0, 59))
-                t = time.perf_counter()
-                result = orch.build_prompt(question, user_id=user, now=now)
-                ms = (time.perf_counter() - t) * 1000
-                built = "\n".join(" ".join(m["content"].split()) for m in result.messages)
-                ids: set[str] = set()
-                fired = False
-                for h in result.hits:
-                    if h.store != "diary":
-                        continue
-                    ids |= {str(i) for i in (h.meta.get("ids") or [h.meta.get("id")]) if i}
-                    fired |= str(h.reason).startswith("expression") and h.meta.get("kind") in ("turn", "digest", "omitted")
-                found = sum(present(e, ids, built) for e in entries)
-                rows.append({"lang": language, "conv": user, "kind": kind, "family": family, "question": question,
-                             "phrase": phrase.text, "fits": fits, "fired": fired, "found": found,
-                             "total": len(entries), "ms": ms, "now": now.isoformat(),
-                             "reasons": sorted({str(h.reason)[:90] for h in result.hits if h.store == "diary"})})
+        for kind, family, choices in asked_of(templates, language, rng):
+            phrase = rng.choice(phrases(day, language, rng, wide=wide))
+            template = rng.choice(choices)
+            topic = topic_of(list(user_lines), language, rng) if "{topic}" in template else ""
+            question = fill(template, phrase, topic)
+            now = lo + timedelta(days=phrase.days_after, hours=rng.choice([9, 13, 20]), minutes=rng.randint(0, 59))
+            t = time.perf_counter()
+            result = orch.build_prompt(question, user_id=user, now=now)
+            ms = (time.perf_counter() - t) * 1000
+            built = "\n".join(" ".join(m["content"].split()) for m in result.messages)
+            ids: set[str] = set()
+            fired = False
+            for h in result.hits:
+                if h.store != "diary":
+                    continue
+                ids |= {str(i) for i in (h.meta.get("ids") or [h.meta.get("id")]) if i}
+                fired |= str(h.reason).startswith("expression") and h.meta.get("kind") in ("turn", "digest", "omitted")
+            found = sum(present(e, ids, built) for e in entries)
+            rows.append({"lang": language, "conv": user, "kind": kind, "family": family, "question": question,
+                         "phrase": phrase.text, "fits": fits, "fired": fired, "found": found,
+                         "total": len(entries), "ms": ms, "now": now.isoformat(),
+                         "reasons": sorted({str(h.reason)[:90] for h in result.hits if h.store == "diary"})})
     orch.close()
 
 
@@ -255,6 +302,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--misses", type=int, default=15, help="print this many of the worst questions")
     parser.add_argument("--json", type=Path, help="write every question's row here")
+    parser.add_argument("--templates", type=Path, help="questions of another author instead of FAMILIES: JSON "
+                        '{lang: {range|content|statement: [{"family", "text"}]}}, {t}/{T}/{topic} as in FAMILIES; '
+                        "3 range, 3 content and 2 statements drawn per day")
+    parser.add_argument("--phrases", choices=("bench", "wide"), default="bench",
+                        help="wide: also 'four days ago', 'last Tuesday', 'the 3rd', 上星期二, 3号 …")
     args = parser.parse_args()
     from engine.runtime import configure_threads
 
@@ -262,6 +314,7 @@ def main() -> None:
     data = args.data or Path(tempfile.mkdtemp(prefix="kioku-time-e2e-"))
     rng = random.Random(args.seed)
     rows: list[dict] = []
+    templates = json.loads(args.templates.read_text(encoding="utf-8")) if args.templates else None
     try:
         samples = json.loads(args.eval.read_text(encoding="utf-8"))
         sets = [(data / "locomo", samples)]
@@ -272,7 +325,7 @@ def main() -> None:
         for folder, group in sets:
             for sample in group:
                 if wanted is None or sample["sample_id"] in wanted:
-                    run_sample(sample, folder, rng, rows)
+                    run_sample(sample, folder, rng, rows, templates=templates, wide=args.phrases == "wide")
         summarize(rows, show_misses=args.misses)
         if args.json:
             args.json.write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")
