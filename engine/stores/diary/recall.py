@@ -42,7 +42,11 @@ _ZH_MEMORY = re.compile(
     # 忘了 only before what was forgotten is asked ("我忘了昨天聊的啥"); "我昨天忘了带钥匙" is a statement
     # 我记得 / "I remember" state a memory ("我记得去年这时候还在为高考发愁"); a question or request
     # about it has its own cue (来着, 说过, "what was it")
-    r"(?<!人)(?<!都不)(?<!也不)(?<!我)(?<!我还)(?<!我也)(?<!一直)(?<!明明)(?<!始终)(?<!永远)(?<!谁)(?<!谁还)记得|记不记得|"
+    r"(?<!人)(?<!都不)(?<!也不)(?<!我)(?<!我还)(?<!我也)(?<!一直)(?<!明明)(?<!始终)(?<!永远)(?<!谁)(?<!谁还)"
+    # someone else remembering ("她居然还记得我") is told, not asked
+    r"(?<![他她它])(?<![他她它]还)(?<!居然还)(?<!竟然还)(?<![他她它]居然还)(?<![他她它]竟然还)记得|记不记得|"
+    r"(想|记)不起来[^，。！？,.!?]{0,6}(了)?[^，。！？,.!?]{0,3}$|(聊|谈|说|讲)的(是)?(什么|啥|哪些)(?=[啊呀呢吧嘛来着？?，,。！!\s]|$)|"
+    r"我(为啥|为什么|怎么|咋)(会)?(说|讲|提)|"
     # forgetting as a habit or a mishap ("我总是忘了…", "我又忘了昨天把钥匙放哪了") is a complaint
     r"(?<!总是)(?<!老是)(?<!经常)(?<!又)忘(了|记了?)[^，。！？,.!?]{0,12}(什么|啥|哪|谁|多少|名字)|回忆|回想|你[^，。！？,.!?]{0,4}想起来|想起来(了)?[吗没]|"
     r"(聊|谈|说|讲|提|问|告诉|跟你说|和你说|对你说)(了|过|到)?(些)?(什么|啥|哪些|哪里|哪儿|哪(?=了)|些啥|几件|多少)|"
@@ -78,7 +82,10 @@ _EN_MEMORY = re.compile(
     r"(?<!always )(?<!often )(?<!again )(?<!never )(?<!won't )(forgot|forget|forgotten)\s+(what(?!\s+i\s+(even\s+)?(wanted|was going|meant|came))|where|who|when|which|whether|if|"
     r"how(?!\s+(much|many|to|good|fun|nice|great|hard|easy))|the name)|"
     r"(refresh|jog) my memory|(can'?t|cannot|can not|couldn'?t|don'?t) (remember|recall) (what|where|who|when|which|whether|the name)|"
+    r"(?<!\bcan )(?<!\bcould )(?<!\bshall )(?<!\bshould )(?<!\bmay )(?<!\blet's )"
     r"\b(we|you and i|i and you|i|you)\s+(\w+\s+)?(talk|talked|chat|chatted|speak|spoke|discuss|discussed)\s+about|"
+    # what we said, as a fragment that asks for it ("Everything we said last Tuesday. Go.")
+    r"^\W*(everything|all|whatever) (we|i|you) (said|talked about|discussed|chatted about|told you|told me)\b|"
     r"\bwe\s+(had|have)\s+an?\s+(\w+\s+)?(chat|talk|conversation|discussion)\b|"
     r"did(n'?t| not)? (i|we) (ever |already |once )?(tell|say|mention|talk|chat|discuss|ask)|(have|haven'?t) (i|we) (told|said|mentioned)|"
     r"(i|we) (told|said(?![^.?!]*\bto (?:my|his|her|their|the|a|an|him|them)\b)|mentioned|talked|chatted|discussed)\b.*\?|"
@@ -87,9 +94,10 @@ _EN_MEMORY = re.compile(
     r"\bwhat (i|we) (told|said|mentioned|talked|discussed|chatted)|\bwhat (i|we) (was|were) (talking|chatting|saying|discussing)\b|"
     r"what (have|had) (i|we)\b|what was (i|it i|it we)|what were we|"
     r"(continue|pick up|resume)\b[^.?!]{0,30}\b(topic|conversation|discussion|chat)|where we left off|let'?s continue|"
+    r"\b(what|which) (topics?|things?|stuff|subjects?)\b[^.?!]{0,20}\bcame up\b|"
     # "what was the issue again", "who was that again": asked to be told once more (not "why did it
     # break again", a thing that happened twice)
-    r"(what|which|who|where|when|how)\s+(?:was|were|did|had)\b[^.?!,;]{0,40}\bagain\s*(?=[?.!]|$)|"
+    r"(what|which|who|where|when|how)\b[^.?!,;]{0,12}?\b(?:was|were|did|had)\b[^.?!,;]{0,40}\bagain\s*(?=[?.!]|$)|"
     r"let'?s (get|go) back to|(get|go|come) back to (our|what|that|the (topic|conversation|discussion|debate|chat|story))|"
     r"back to \w+'s (topic|conversation|discussion|debate|chat|story))\b",
     re.IGNORECASE,
@@ -113,15 +121,15 @@ _EN_PAST_QUESTION = re.compile(
 _ZH_VERBS = r"(?:说说|讲讲|总结|回顾|复盘|概括|梳理|盘点|列出|列举|复述|捋|理一?下|理理)(?![了的过着])"
 _ZH_VERBS_FOR = r"(?:整理|汇总|归纳)(?![了的过着])"
 _ZH_REQUEST = re.compile(
-    r"(?:^|[。！？!?；;\n]\s*|给我|跟我|和我|帮我|请|麻烦你?|你)" + _ZH_VERBS
-    + r"|(?:给我|帮我|请你?|麻烦你?)" + _ZH_VERBS_FOR
-    + r"|(?:^|[。！？!?；;，,\s]|给我|帮我|请|麻烦你?|你(?:能不能|可不可以|可以|能)?)把[^。！？!?；;，,让叫]{1,24}?(?:" + _ZH_VERBS + "|" + _ZH_VERBS_FOR
+    r"(?:^|[。！？!?；;\n]\s*|给我|跟我|和我|帮我|请|麻烦[你您]?|[你您])" + _ZH_VERBS
+    + r"|(?:给我|帮我|请[你您]?|麻烦[你您]?)" + _ZH_VERBS_FOR
+    + r"|(?:^|[。！？!?；;，,\s]|给我|帮我|请|麻烦[你您]?|[你您](?:能不能|可不可以|可以|能)?)把[^。！？!?；;，,让叫]{1,24}?(?:" + _ZH_VERBS + "|" + _ZH_VERBS_FOR
     + r")(?:一下|下|成|为|出?来)"
 )
 _EN_REQUEST = re.compile(
     r"(?:^|[.!?]\s+|\b(?:please|now|so|ok|okay|hey|and|just|then)[,!]?\s+)"
     r"(?:summari[sz]e|recap|list|describe|review|go (?:over|through)|(?:walk|run|take|talk) me through|fill me in on"
-    r"|give me (?:a |an )?(?:quick |short |brief )?(?:recap|summary|rundown|overview))\b"
+    r"|give me (?:a |an |the )?(?:quick |short |brief )?(?:recap|summary|rundown|overview|highlights|gist|main points))\b"
     r"|\btell me (?:again |once more )?(?:about|what|how|everything|more about)\b"
     r"|\b(?:can|could|would|will) (?:you|u) (?:please |pls )?(?:summari[sz]e|recap|sum\b|go over|walk me through|list|describe)"
     # asked politely or as a wish, of our talk ("Would you mind summarizing our chat", "Could you give
@@ -129,7 +137,8 @@ _EN_REQUEST = re.compile(
     # ("could you write a summary of this article")
     r"|\b(?:(?:can|could|would|will) (?:you|u)|would you mind|(?:i'?d|i would) (?:like|love)|i (?:want|need)|can i (?:get|have))"
     r"\b[^.?!]{0,25}?\b(?:summari[sz](?:e|ing)|recap(?:ping)?|summary|rundown|run-down|overview|going (?:back )?over|go (?:back )?over)\b"
-    r"[^.?!]{0,12}?\b(?:(?:our|the|that|this) (?:chats?|conversations?|convos?|talks?|discussions?)|what (?:we|i|you)\b|everything we)",
+    r"[^.?!]{0,12}?\b(?:(?:our|the|that|this) (?:chats?|conversations?|convos?|talks?|discussions?|topics|things)|what (?:we|i|you)\b"
+    r"|everything we)",
     re.IGNORECASE,
 )
 
@@ -168,7 +177,7 @@ _TOLD = re.compile(r"\b(i|we) (told you|said(?![^.?!]*\bto (?:my|his|her|their|t
                    r"|helped me|(started |were )?(telling|explaining|describing))\b"
                    # what you made or promised for me ("你帮我起的昵称", "你给我写的诗", 你答应过我),
                    # asking to hear it again ("can you repeat the list?")
-                   r"|你[^，。！？,.!?我]{0,6}?(给|帮)我[^，。！？,.!?]{1,3}的|你[^，。！？,.!?]{0,6}?(答应|承诺|保证)(过)?我"
+                   r"|你[^，。！？,.!?我]{0,6}?(给|帮)我[^，。！？,.!?]{1,3}的|[你您](给|告诉|教)(了|过)我|[你您][^，。！？,.!?我]{0,8}?给(出)?(我)?的(建议|推荐|意见|方法|办法|答案|回答|说法|主意)|你[^，。！？,.!?]{0,6}?(答应|承诺|保证)(过)?我"
                    r"|\b(can|could|would) you (please )?repeat\b|(^|[.!?,;—–-]\s*)(please )?repeat\b"
                    r"|你[^，。！？,.!?]{0,6}?(推荐|介绍|说|讲|发)(给)?我的|\bdid you (give|send|tell|show|recommend|suggest|promise) me\b"
                    r"|你[^，。！？,.!?]{0,8}?我的(那些|那句|那番)?话|\b(the |your )?(exact )?words (you|i) (used|said)\b"
@@ -183,7 +192,7 @@ _TALK = re.compile(
     r"(?<![跟和对给向问把])你[上下昨前今那这之以刚才周天月号日早晚午年星期礼拜一二三四五六七八九十0-9还又也都曾经]{0,6}?"
     r"(是不是|有没有|不是)?(跟我|和我|对我|给我|向我)?(说|讲|提到|推荐|建议|介绍|告诉我|回答|答应|劝|提醒)"
     r"(?!为啥|为什么|是不是|怎么|要不要|会不会|该不该|咋|能不能|有没有|哪)"
-    r"|你给(过)?我的|我们(讨论|聊|谈|商量)|的(聊天|对话|谈话)|"
+    r"|你给(过)?我的|我们(讨论|聊|谈|商量|交流)|的(聊天|对话|谈话|交流)|(聊天|对话|谈话)(内容|记录)|"
     r"\b(i|we) (told|asked|showed|sent|promised|gave) you\b|\byou (told|asked|showed|sent|gave|promised) me\b"
     r"|\b(i|we) (shared|vented|ranted|complained|confided|opened up)( \w+)? (with|to|in) you\b|\b(what|things?|stuff) we (covered|went over)\b"
     # a subject raised in our talk ("when I brought it up on Monday", "the topic you raised")
@@ -197,7 +206,7 @@ _TALK = re.compile(
 
 _ASKING = re.compile(
     r"(^|[，。！？,.!?；;\s]|你|能不能|可以)(帮我|给我|请|麻烦)|(帮我|给我)(看|想|回忆|找|查|说|讲|念|列|总结|整理|复述|再)"
-    r"|再(说|讲)一(遍|次)|再[^，。！？,.!?]{0,3}一(遍|次|下)|复述|重复一下|还没(回答|回复|告诉我|说)|我(需要|想知道|想(看看|看一下|翻翻|回顾一下|找找|了解|问问))"
+    r"|再(说|讲)一(遍|次)|再[^，。！？,.!?]{0,3}一(遍|次|下)|(总结|概括|回顾|梳理|复述)一?下|复述|重复一下|还没(回答|回复|告诉我|说)|我(需要|想知道|想(看看|看一下|翻翻|回顾一下|找找|了解|问问))"
     r"|\b(can|could|would) (you|u)\b|\bplease\b|\bagain\b|\brepeat\b|\bi need (the|to know)\b"
     # a wish that is a request ("I'd like to go back over what we discussed", "我想了解一下…")
     r"|\b(i'?d|i would) (like|love) to\b|\bi (want|need) to (know|hear|see|go)\b|想了解",
@@ -289,14 +298,26 @@ the question names one of us (`people.names_one_of_us`: "what did I tell you las
 Caroline do in July", not "Who won the Super Bowl last year?", "去年那届世界杯最后是谁赢了？")."""
 
 
+# What may stand beside a time in a clause of its own ("Yesterday,", "On the 5th,", "那天，"): such a
+# clause only sets the time of the clause after it.
+_TIME_ONLY = re.compile(r"[\W\d_]+|\b(on|at|in|so|and|but|ok|okay|um|uh|hey|well|then|was it)\b|那天|那时候?|当时", re.IGNORECASE)
+
+
 def _clauses(message: str, past_spans: Sequence[tuple[int, int]], long_spans: Sequence[tuple[int, int]] = (),
              names: Sequence[str] = ()) -> list[tuple[str, bool]]:
     """The message's clauses, each with whether it holds one of the past times (a long one only in
-    a clause that names one of us)."""
+    a clause that names one of us); a clause of the time alone ("Yesterday, when I brought it up,
+    what did you say?") lends it to the next."""
     def holds(m: re.Match, spans: Sequence[tuple[int, int]]) -> bool:
         return any(s < m.end() and e > m.start() for s, e in spans)
-    return [(m.group(), holds(m, past_spans) or (holds(m, long_spans) and names_one_of_us(m.group(), names)))
-            for m in _CLAUSE.finditer(message)]
+
+    out, lent = [], False
+    for m in _CLAUSE.finditer(message):
+        held = holds(m, past_spans) or (holds(m, long_spans) and names_one_of_us(m.group(), names))
+        out.append((m.group(), held or lent))
+        rest = "".join(message[i] for i in range(m.start(), m.end()) if not any(a <= i < b for a, b in past_spans))
+        lent = held and not _TIME_ONLY.sub("", rest)
+    return out
 
 
 def _talk_then(clauses: list[tuple[str, bool]]) -> str:
@@ -335,8 +356,24 @@ class RecallDecision:
     """The words that made it a recall question ("" when none)."""
 
 
+# How chat spells the words the English cues are made of ("wat did u say abt…", "can u recap our convo").
+CHAT_SPELLINGS = {
+    "u": "you", "ya": "you", "ur": "your", "r": "are", "abt": "about", "bout": "about", "wat": "what", "wut": "what",
+    "wht": "what", "waht": "what", "whta": "what", "convo": "conversation", "convos": "conversations",
+    "rmb": "remember", "remeber": "remember", "rember": "remember", "remembr": "remember", "pls": "please",
+    "plz": "please", "dont": "don't", "didnt": "didn't", "cant": "can't", "wanna": "want to", "sed": "said",
+}
+_CHAT_WORD = re.compile(r"\b(" + "|".join(sorted(CHAT_SPELLINGS, key=len, reverse=True)) + r")\b", re.IGNORECASE)
+
+
+def spelled_out(message: str) -> str:
+    """`message` with chat spellings written out (`CHAT_SPELLINGS`), for the cues that need no spans."""
+    return _CHAT_WORD.sub(lambda m: CHAT_SPELLINGS[m.group().lower()], message)
+
+
 def recall_cue(message: str) -> str:
     """The recall words in `message` ("" when it asks nothing about the past)."""
+    message = spelled_out(message)
     for pattern in (_ZH_MEMORY, _EN_MEMORY, _ZH_PAST_QUESTION, _EN_PAST_QUESTION, _ZH_REQUEST, _EN_REQUEST):
         m = pattern.search(message)
         if m:
@@ -407,9 +444,9 @@ def decide(message: str, *, has_past_range: bool, require_cue: bool = True,
     if cue or not require_cue:
         return RecallDecision(True, cue)
     question = is_question(message)
-    told = _TOLD.search(message)
+    told = _TOLD.search(spelled := spelled_out(message))
     # the request must be more than the words that say what was told ("你给我写的诗真好看")
-    if told and (question or _ASKING.search(f"{message[:told.start()]}。{message[told.end():]}")):
+    if told and (question or _ASKING.search(f"{spelled[:told.start()]}。{spelled[told.end():]}")):
         return RecallDecision(True, told.group(0))
     clauses = _clauses(message, past_spans, long_spans, names) if past_spans or long_spans else []
     talk = _talk_then(clauses)
