@@ -76,12 +76,17 @@ _QUOTED = re.compile(r'"[^"\n]{2,}"|“[^”\n]{2,}”|「[^」\n]{2,}」|『[^�
 _QUOTE_STOPS = str.maketrans({"?": ".", "!": ".", "？": "。", "！": "。"})
 
 
+# A role-play action ("*leans in* Two days ago, you whispered something…"): narration, not what is asked.
+_ACTION = re.compile(r"\*[^*\n]{1,80}\*")
+
+
 def _unquoted(message: str) -> str:
-    """`message` with quoted speech blanked but its sentence ends kept, as full stops (same length:
-    spans keep): 'a book called "How to Be Less Annoying." Was that an insult?' is two sentences."""
+    """`message` with quoted speech blanked but its sentence ends kept, as full stops, and role-play
+    actions blanked (same length: spans keep): 'a book called "How to Be Less Annoying." Was that an
+    insult?' is two sentences."""
     def blank(m: re.Match) -> str:
         return "".join(c if c in ".。" else " " for c in m.group().translate(_QUOTE_STOPS))
-    return _QUOTED.sub(blank, message)
+    return _ACTION.sub(lambda m: " " * len(m.group()), _QUOTED.sub(blank, message))
 
 
 LONG_RANGE = timedelta(days=28)

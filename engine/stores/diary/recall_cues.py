@@ -53,7 +53,7 @@ EN_MEMORY = re.compile(
     # "I'll never forget what happened" / "I won't forget what you said" is a statement
     r"(?<!always )(?<!often )(?<!again )(?<!never )(?<!won't )(forgot|forget|forgotten)\s+(what(?!\s+i\s+(even\s+)?(wanted|was going|meant|came))|where|who|when|which|whether|if|"
     r"how(?!\s+(much|many|to|good|fun|nice|great|hard|easy))|the name)|"
-    r"(refresh|jog) my memory|(can'?t|cannot|can not|couldn'?t|don'?t) (remember|recall) (what|where|who|when|which|whether|the name)|"
+    r"(refresh|jog) my memory|(can'?t|cannot|can not|couldn'?t|don'?t) (remember|recall) (what|where|who|when|which|whether|if|the name)|"
     r"(?<!\bcan )(?<!\bcould )(?<!\bshall )(?<!\bshould )(?<!\bmay )(?<!\blet's )"
     r"\b(we|you and i|i and you|i|you)\s+(\w+\s+)?(talk|talked|chat|chatted|speak|spoke|discuss|discussed)\s+about|"
     # what we said, as a fragment that asks for it ("Everything we said last Tuesday. Go.")
@@ -63,7 +63,7 @@ EN_MEMORY = re.compile(
     r"(i|we) (told|said(?![^.?!]*\bto (?:my|his|her|their|the|a|an|him|them)\b)|mentioned|talked|chatted|discussed)\b.*\?|"
     r"(i|we) (told|said|mentioned)\b[^.!?]*[,.;]\s*(what|where|who|when|how|which)(\s+(one|exactly|again))?\s+(was|is|were|did)\s+"
     r"(it|they|that|this|the|its|their|his|her|you)\b|"
-    r"\bwhat (i|we) (told|said|mentioned|talked|discussed|chatted)|\bwhat (i|we) (was|were) (talking|chatting|saying|discussing)\b|"
+    r"\bwhat (i|we) (told|said|mentioned|talked|discussed|chatted|talk|discuss|chat)\b|\bwhat (i|we) (was|were) (talking|chatting|saying|discussing)\b|"
     r"what (have|had) (i|we)\b|what was (i|it i|it we)|what were we|"
     r"(continue|pick up|resume)\b[^.?!]{0,30}\b(topic|conversation|discussion|chat)|where we left off|let'?s continue|"
     r"\b(what|which) (topics?|things?|stuff|subjects?)\b[^.?!]{0,20}\bcame up\b|"
@@ -99,10 +99,11 @@ ZH_REQUEST = re.compile(
     + r")(?:一下|下|成|为|出?来)"
 )
 EN_REQUEST = re.compile(
-    r"(?:^|[.!?]\s+|\b(?:please|now|so|ok|okay|hey|and|just|then)[,!]?\s+)"
+    r"(?:^|[.!?;\-–—]\s+|\b(?:please|now|so|ok|okay|hey|and|just|then)[,!]?\s+)"
     r"(?:summari[sz]e|recap|list|describe|review|go (?:over|through)|(?:walk|run|take|talk) me through|fill me in on"
-    r"|give me (?:a |an |the )?(?:quick |short |brief )?(?:recap|summary|rundown|overview|highlights|gist|main points))\b"
-    r"|\btell me (?:again |once more )?(?:about|what|how|everything|more about)\b"
+    r"|give me (?:a |an |the )?(?:quick |short |brief )?(?:recap|summary|rundown|overview|highlights|gist|main points|bullet points"
+    r"|key points|takeaways))\b"
+    r"|\btell me (?:again |once more )?(?:about|what|how|everything|all|more about)\b"
     r"|\b(?:can|could|would|will) (?:you|u) (?:please |pls )?(?:summari[sz]e|recap|sum\b|go over|walk me through|list|describe)"
     # asked politely or as a wish, of our talk ("Would you mind summarizing our chat", "Could you give
     # me a quick recap of our conversation", "I'd love a rundown of what we said"), not of a text
@@ -172,6 +173,8 @@ TALK = re.compile(
     r"|\b(i|we|you) (brought|bring) (\w+ ){0,2}up\b|\b(i|we|you) raised\b"
     # said to someone else ("I said something mean to my partner") is no talk of ours
     r"|\b(i|we) (said(?![^.?!]*\bto (?:my|his|her|their|the|a|an|him|them)\b)|mentioned|recommended|suggested|discussed)\b|\byou (said|mentioned|recommended|suggested|answered)\b"
+    r"|\byou (\w+ly )?(warned|whispered|explained|advised|reminded|joked|admitted|agreed|insisted|described|replied"
+    r"|responded|promised|proposed|predicted|pointed out|came up with|talked me (into|out of))\b"
     r"|\bwe (talked|chatted|spoke)\b",
     re.IGNORECASE,
 )
@@ -194,6 +197,8 @@ ASKING = re.compile(
 ABOUT_NOW = re.compile(
     r"(?<![跟和对给向问])你(平时|平常|一般|喜欢|爱|觉得|认为|说|会|能|要|想|呢|吃过|看过|去过|玩过|听过|用过|知道|有没有|是不是|还好|最近|现在|今天)"
     r"|我(是不是|该不该|该|应该|要不要|能不能|会不会|可以)|今年|现在|今天|明天|以后|怎么办|咋办|咋整|好不好|行不行|对不对|正常吗"
+    # how the character felt about what I did ("昨天是不是让你等久啦")
+    r"|让你[^，。！？,.!?]{0,4}?(等|担心|失望|难过|生气|伤心|不开心|操心)"
     r"|\b(do|does|are|would|will|can|could|should|have) you\b|\bhow are you\b|\bhow('s|\s+is|\s+was)\s+your\b"
     r"|\bwhat('s|\s+is|\s+are)\s+your\b|\b(is|was|isn'?t) (it|that|this) (normal|ok|okay|bad|weird|fine|too|good|wrong|crazy|strange)\b"
     r"|\b(should|can|could|may) i\b|\bdo you think\b|\bwhat do you\b|\bany (tips|advice|ideas|suggestions)\b"
