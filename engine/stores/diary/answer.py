@@ -91,6 +91,10 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
     now = query.now.astimezone(tz)
     expressions = parse_time_ranges(query.message, now=now)
     ranges = past_ranges(query.message, expressions, now)
+    if any(e.kind != "recent" for e, _ in ranges):
+        # a vague "lately" / 最近 gives way to the day the message names ("what did we chat about on
+        # Monday? I keep forgetting things lately")
+        ranges = [(e, r) for e, r in ranges if e.kind != "recent"]
     names_of = (names.user, names.char)
     decision = decide_for(query.message, ranges, now, require_cue=config.require_recall_cue, names=names_of)
     vector = message_vector(query)
