@@ -273,6 +273,8 @@ def test_false_trigger_and_recall_rates():
         ("On Monday my doctor warned me about sugar. Should I stop eating fruit?", False),
         ("*sits down* Yesterday, you explained something about stars. What was it?", True),
         ("*waves* yesterday was so long, how are you today?", False),
+        ("remind me of the trick you showed me on Tuesday for falling asleep", True),
+        ("this rain reminds me of the trip we took last spring", False),
         ("Could you write a summary of the article I read yesterday?", False),
         ("u were so sweet yesterday, ty", False),
         ("can we talk about something else today? last night was rough", False),

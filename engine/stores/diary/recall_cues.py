@@ -49,7 +49,8 @@ EN_MEMORY = re.compile(
     r"\b((?<!\bi )(?<!\bwe )(?<!\bi still )(?<!\bi also )"
     # "I'll always remember …" states a memory; "… remind me of family love" is no request
     r"(?<!always )(?<!never )(?:(?<=you )remember|remember(?=[^.?!]*\b(?:i|me|my|we|us|our|you|your)\b))|recall"
-    r"|remind me(?! of\b)|"
+    r"|remind me(?! of\b)|remind me of (the|that|those|what)\b[^.?!]{0,40}\b(you|i|we) (gave|told|said|suggested|recommended"
+    r"|mentioned|shared|sent|showed|taught|promised)\b|"
     # "I'll never forget what happened" / "I won't forget what you said" is a statement
     r"(?<!always )(?<!often )(?<!again )(?<!never )(?<!won't )(forgot|forget|forgotten)\s+(what(?!\s+i\s+(even\s+)?(wanted|was going|meant|came))|where|who|when|which|whether|if|"
     r"how(?!\s+(much|many|to|good|fun|nice|great|hard|easy))|the name)|"
