@@ -1,6 +1,7 @@
 """Time questions end to end: does a question naming a past day bring that day's turns?
 
     .venv/bin/python bench/bench_time_e2e.py [--data DIR] [--convs conv-26,...] [--no-zh] [--seed 7]
+        [--templates bench/time_probe/setN.json] [--phrases wide]
 
 Each conversation of the dev split (and of bench/zh_eval/*.json) is recorded as bench_recall.py
 records it (`record_turn(at=…)`; `--data DIR` keeps the users between runs, shared with that

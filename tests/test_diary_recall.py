@@ -303,3 +303,19 @@ def test_a_question_about_a_month_names_one_of_us_by_name_too():
         assert ranges
         assert decide_for(message, ranges, NOW, names=names).use
         assert not decide_for(message, ranges, NOW, names=("Sam", "Mira")).use
+
+
+@pytest.mark.parametrize(
+    "message, cue",
+    [
+        ("wht did u say abt my exam yesterday", "wht did u say"),
+        ("can u recap our convo from monday", "can u recap"),
+        ("ok so wat did we tlak about on friday", "wat did we"),
+        ("what did you say yesterday", "what did you say"),
+        ("昨天我们聊了什么", "我们聊"),
+    ],
+)
+def test_a_cue_is_named_as_the_user_wrote_it(message, cue):
+    """Chat spellings are written out to find the cue; the cue is reported (and taken out of the
+    search text) in the user's own words."""
+    assert recall_cue(message) == cue

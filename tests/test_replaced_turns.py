@@ -48,6 +48,22 @@ def test_the_replaced_turn_leaves_diary_window_and_facts(orch):
     assert all(f.text not in system_text(result) for f in facts)
 
 
+def test_the_replaced_turn_leaves_an_asked_day(orch):
+    """Asked about its day, the day is shown without the replaced turn, and without it among the
+    turns that day's own fill the budget with (the range path reads both)."""
+    day = NOW - timedelta(days=2)
+    for i, (user, reply) in enumerate([("我最喜欢的茶是桂花乌龙。", "记住啦，桂花乌龙配雨天正好。"),
+                                       ("周末想去爬雾川山。", "记得带件外套。")]):
+        orch.record_turn(user, reply, user_id="lin", at=day + timedelta(minutes=i), turn_id=f"d{i}")
+    orch.record_turn("前天我说的那座山好高啊，爬完腿好酸。", "辛苦啦。", user_id="lin", at=NOW - timedelta(hours=20), turn_id="t1")
+    assert orch.flush(60)
+    for question in ("前天我们聊了什么？", "What did we talk about the day before yesterday?"):
+        kept = orch.build_prompt(question, user_id="lin", now=NOW, chat_id="new")
+        assert "配雨天正好" in system_text(kept), system_text(kept)  # the control
+        result = orch.build_prompt(question, user_id="lin", now=NOW, chat_id="new", exclude_turns={"d0"})
+        assert "配雨天正好" not in system_text(result) and "记得带件外套" in system_text(result), system_text(result)
+
+
 def test_the_replaced_turn_leaves_the_stored_window(orch):
     orch.record_turn("第一句", "第一句的回答", user_id="lin", at=NOW - timedelta(minutes=3), turn_id="t1")
     orch.record_turn("第二句", "第二句的回答，将被重新生成", user_id="lin", at=NOW - timedelta(minutes=2), turn_id="t2")

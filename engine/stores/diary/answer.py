@@ -130,8 +130,10 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
             # Only a recap surely asked shows a range too long for its turns whole (as digests).
             cands, own, parts, span = _range_candidates(source, tz, ranges, decision, vector,
                                                         at_most=None if asked.kind == "range" and asked.sure else at_most)
-            if query.exclude:
-                cands, own = _without(source, cands, query.exclude), _without(source, own, query.exclude)
+            if query.exclude and len(cands):
+                keep = [i for i, tid in enumerate(source.turn_ids(cands.rows)) if tid not in query.exclude]
+                cands = cands.take(np.array(keep, dtype=np.int64))
+                own = own.take(np.flatnonzero(np.isin(own.rows, cands.rows)))  # its ids are among those just read
             whole = asked.kind == "range" and len(cands) > 0
             # A whole range is shown whole (digests when long) and nothing competes with it. A
             # content question gets the range's turns first, all of them when they fit; else its
@@ -194,13 +196,6 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
 def _cut(hits: Sequence[Hit]) -> bool:
     """Some of a range's turns were left out (or shown as digests): the note says how many."""
     return any(h.meta.get("kind") == "omitted" for h in hits)
-
-
-def _without(source: DiarySource, turns: RangeTurns, exclude: frozenset[str]) -> RangeTurns:
-    if not len(turns):
-        return turns
-    keep = [i for i, tid in enumerate(source.turn_ids(turns.rows)) if tid not in exclude]
-    return turns.take(np.array(keep, dtype=np.int64))
 
 
 def places(source: DiarySource, turns: RangeTurns, hits: Sequence[SearchHit]) -> np.ndarray:

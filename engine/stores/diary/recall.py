@@ -158,14 +158,40 @@ def spelled_out(message: str) -> str:
     return CHAT_WORD.sub(lambda m: CHAT_SPELLINGS[m.group().lower()], message)
 
 
+def _as_written(message: str, spelled: str, m: re.Match) -> str:
+    """The words of `message` that `m`, a match in `spelled_out(message)`, covers: a cue is named
+    (in the reasons, and taken out of the search text) as the user wrote it ("wht did u say")."""
+    if spelled == message:
+        return m.group(0).strip()
+
+    def original(pos: int, end: bool) -> int:
+        shift = 0  # how much longer the spelled-out text is up to here
+        for w in CHAT_WORD.finditer(message):
+            at, long = w.start() + shift, len(CHAT_SPELLINGS[w.group().lower()])
+            if pos < at or (end and pos == at):
+                break
+            if pos < at + long or (end and pos == at + long):
+                return w.end() if end else w.start()
+            shift += long - len(w.group())
+        return pos - shift
+
+    return message[original(m.start(), False):original(m.end(), True)].strip()
+
+
+_CUES = (ZH_MEMORY, EN_MEMORY, ZH_PAST_QUESTION, EN_PAST_QUESTION, ZH_REQUEST, EN_REQUEST)
+
+
+def _cue(message: str, spelled: str) -> str:
+    for pattern in _CUES:
+        m = pattern.search(spelled)
+        if m:
+            return _as_written(message, spelled, m)
+    return ""
+
+
 def recall_cue(message: str) -> str:
     """The recall words in `message` ("" when it asks nothing about the past)."""
-    message = spelled_out(message)
-    for pattern in (ZH_MEMORY, EN_MEMORY, ZH_PAST_QUESTION, EN_PAST_QUESTION, ZH_REQUEST, EN_REQUEST):
-        m = pattern.search(message)
-        if m:
-            return m.group(0).strip()
-    return ""
+    return _cue(message, spelled_out(message))
 
 
 NIGHT_END_HOUR = 5
@@ -227,14 +253,15 @@ def decide(message: str, *, has_past_range: bool, require_cue: bool = True,
     if not has_past_range:
         return RecallDecision(False, "")
     message = _cjk_breaks(_unquoted(message))
-    cue = recall_cue(message)
+    spelled = spelled_out(message)
+    cue = _cue(message, spelled)
     if cue or not require_cue:
         return RecallDecision(True, cue)
     question = is_question(message)
-    told = TOLD.search(spelled := spelled_out(message))
+    told = TOLD.search(spelled)
     # the request must be more than the words that say what was told ("你给我写的诗真好看")
     if told and (question or ASKING.search(f"{spelled[:told.start()]}。{spelled[told.end():]}")):
-        return RecallDecision(True, told.group(0))
+        return RecallDecision(True, _as_written(message, spelled, told))
     clauses = _clauses(message, past_spans, long_spans, names) if past_spans or long_spans else []
     talk = _talk_then(clauses)
     # as for what was told, the words naming the talk are no request ("你给我推荐的那首歌我听了一晚上")
