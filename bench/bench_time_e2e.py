@@ -283,6 +283,8 @@ def summarize(rows: list[dict], *, show_misses: int) -> None:
     misses = sorted((r for r in asked if r["fits"] and r["found"] < r["total"]), key=lambda r: r["found"] / r["total"])
     for r in misses[:show_misses]:
         print(f"    miss {r['lang']} {r['family']:<20} {r['found']}/{r['total']} fired={r['fired']}  {r['question']}")
+    for r in [r for r in stated if r["fired"]][:show_misses]:
+        print(f"    false trigger {r['lang']} {r['family']:<20} {r['question']}")
     fit = [r for r in asked if r["fits"]]
     st_rate = sum(r["fired"] for r in stated) / len(stated) if stated else float("nan")
     print(

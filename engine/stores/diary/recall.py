@@ -38,7 +38,7 @@ from engine.stores.diary.recall_cues import (
     ZH_MEMORY, ZH_PAST_QUESTION, EN_MEMORY, EN_PAST_QUESTION, ZH_REQUEST,
     EN_REQUEST, ZH_QUESTION, ZH_INDIRECT, ZH_FINAL_NE, ZH_STILL,
     EN_QUESTION, TOLD, TALK, ASKING, ABOUT_NOW,
-    BACK_REFERENCE, MY_DOING, CHAT_SPELLINGS, CHAT_WORD,
+    BACK_REFERENCE, MY_DOING, CHAT_SPELLINGS, CHAT_WORD, WHAT_NEXT, RECAP_WISH, WE_TALKED,
 )
 
 if TYPE_CHECKING:
@@ -141,6 +141,48 @@ def _asks_about_then(clauses: list[tuple[str, bool]]) -> bool:
             if after_time and not about_now and MY_DOING.match(clause):
                 return True
         after_time = holds_time
+    return False
+
+
+_SENTENCE_END = re.compile(r"[。！？!?\n]+|\.+(?=\s|$)")
+# What a sentence that only dates the one before may say besides the time: a copula, a hedge, a
+# pro-verb, a pointer back ("好像是周三", "大概是上周说的", "就上礼拜说的那个", "Feels like I did a few days ago", "I
+# think it was Monday").
+_ONLY_THE_TIME = re.compile(
+    r"[\W\d_]+|\b(it|that|this|was|is|were|on|at|in|about|around|or|so|i|we|you|did|think|guess|maybe|probably|"
+    r"pretty|sure|feels?|like|if|remember|right|correctly|the|one)\b"
+    r"|是|在|那天|那次|那个|那件|那句|那些|的时候|左右|大概|好像|应该|可能|似乎|也许|就|吧|我记得|说的|问的|聊的|提的|讲的",
+    re.IGNORECASE)
+
+
+def _sentence_of(message: str, at: int) -> tuple[int, int]:
+    start = 0
+    for m in _SENTENCE_END.finditer(message):
+        if at < m.end():
+            return start, m.end()
+        start = m.end()
+    return start, len(message)
+
+
+def _cue_reaches(message: str, cue: str, spans: Sequence[tuple[int, int]]) -> bool:
+    """Whether a memory word (or what one of us told) reaches a past time of the message: one said in its sentence or before
+    it, or in a later sentence that asks, names our talk or holds nothing but the time ("Remember
+    what I told you? It was on Monday."). A later statement tells news of that day: "Remember I was
+    nervous about my presentation? It went fine on Friday.", "还记得我说要减肥吗？昨天开始跑步了"."""
+    at = message.find(cue)
+    if at < 0 or not spans:
+        return True
+    cue_end = _sentence_of(message, at)[1]
+    for s, e in spans:
+        if s < cue_end:
+            return True
+        a, b = _sentence_of(message, s)
+        sentence = message[a:b]
+        spelled = spelled_out(sentence)
+        rest = message[a:s] + message[e:b]
+        if is_question(sentence) or TALK.search(spelled) or TOLD.search(spelled) or ASKING.search(sentence) \
+                or not _ONLY_THE_TIME.sub("", rest):
+            return True
     return False
 
 
@@ -255,18 +297,31 @@ def decide(message: str, *, has_past_range: bool, require_cue: bool = True,
     message = _cjk_breaks(_unquoted(message))
     spelled = spelled_out(message)
     cue = _cue(message, spelled)
+    spans = [*past_spans, *long_spans]
+    if cue and not _cue_reaches(message, cue, spans):
+        cue = ""
     if cue or not require_cue:
         return RecallDecision(True, cue)
     question = is_question(message)
+    # what was told, with only a question about now or next, is a thing the user refers to: "I
+    # finished the book you recommended on Monday. What should I read next?"
+    asked = [m for m in _CLAUSE.finditer(message) if is_question(m.group())]
+    question = question and not (asked and all(
+        WHAT_NEXT.search(m.group()) and not any(s < m.end() and e > m.start() for s, e in spans) for m in asked))
     told = TOLD.search(spelled)
     # the request must be more than the words that say what was told ("你给我写的诗真好看")
     if told and (question or ASKING.search(f"{spelled[:told.start()]}。{spelled[told.end():]}")):
-        return RecallDecision(True, _as_written(message, spelled, told))
+        told_words = _as_written(message, spelled, told)
+        if _cue_reaches(message, told_words, spans):
+            return RecallDecision(True, told_words)
     clauses = _clauses(message, past_spans, long_spans, names) if past_spans or long_spans else []
     talk = _talk_then(clauses)
     # as for what was told, the words naming the talk are no request ("你给我推荐的那首歌我听了一晚上")
     if talk and (question or ASKING.search(message.replace(talk, "。", 1))):
         return RecallDecision(True, talk)
+    wish = RECAP_WISH.search(spelled)
+    if wish and (talk or WE_TALKED.search(spelled)):
+        return RecallDecision(True, _as_written(message, spelled, wish))
     if question and _asks_about_then(clauses):
         return RecallDecision(True, "a question about a past day")
     return RecallDecision(False, "")

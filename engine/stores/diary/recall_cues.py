@@ -115,6 +115,14 @@ EN_REQUEST = re.compile(
     r"|everything we)",
     re.IGNORECASE,
 )
+# A recap of nothing named ("I'd love a refresher."): of our talk when the message speaks of it ("I
+# feel like we covered a lot on Monday… I'd love a refresher."), not of "the game last night".
+RECAP_WISH = re.compile(
+    r"\b(?:(?:i'?d|i would) (?:like|love)|can i (?:get|have)|give me|i need|i could use|(?:can|could|would) (?:you|u) give me)"
+    r" (?:a |an )?(?:quick |short |brief |little )?(?:refresher|recap|rundown|run-down|summary|overview)\s*(?=[.!?~]|$)",
+    re.IGNORECASE,
+)
+WE_TALKED = re.compile(r"\bwe (covered|went over|went through|talked|chatted|discussed|spoke)\b", re.IGNORECASE)
 
 
 # A question: a question mark, or an interrogative word. Only asked together with a past range.
@@ -165,7 +173,7 @@ TALK = re.compile(
     r"我[^，。！？,.!?你]{0,6}?(跟|和|对|给|向)你(说|讲|提|聊|讨论|推荐|吐槽|抱怨|倾诉|商量)|我问(过)?你|你问(过)?我|"
     # a time or an adverb may stand between ("你上周说", "你之前也说"), not another person ("你们老板说")
     r"(?<![跟和对给向问把])你[上下昨前今那这之以刚才周天月号日早晚午年星期礼拜一二三四五六七八九十0-9还又也都曾经]{0,6}?"
-    r"(是不是|有没有|不是)?(跟我|和我|对我|给我|向我)?(说|讲|提到|推荐|建议|介绍|告诉我|回答|答应|劝|提醒)"
+    r"(是不是|有没有|不是)?(跟我|和我|对我|给我|向我)?(说|讲|提到|提(?=了|过|出)|推荐|建议|介绍|告诉我|回答|答应|劝|提醒)"
     r"(?!为啥|为什么|是不是|怎么|要不要|会不会|该不该|咋|能不能|有没有|哪)"
     r"|你给(过)?我的|[你您](对|关于)[^，。！？,.!?]{1,10}的(看法|意见|态度|观点|建议)|我们(讨论|聊|谈|商量|交流)|的(聊天|对话|谈话|交流)|(聊天|对话|谈话)(内容|记录)|"
     r"\b(i|we) (told|asked|showed|sent|promised|gave) you\b|\byou (told|asked|showed|sent|gave|promised) me\b"
@@ -176,17 +184,33 @@ TALK = re.compile(
     r"|\b(i|we) (said(?![^.?!]*\bto (?:my|his|her|their|the|a|an|him|them)\b)|mentioned|recommended|suggested|discussed)\b|\byou (said|mentioned|recommended|suggested|answered)\b"
     r"|\byou (\w+ly )?(warned|whispered|explained|advised|reminded|joked|admitted|agreed|insisted|described|replied"
     r"|responded|promised|proposed|predicted|pointed out|came up with|talked me (into|out of))\b"
-    r"|\bwe (talked|chatted|spoke)\b",
+    r"|\bwe (talked|chatted|spoke)\b"
+    # our talk named as a thing ("sum up our talk on Monday", "the conversation we had yesterday");
+    # not "we went over it in class yesterday"
+    r"|\bour (\w+ ){0,2}(talks?|chats?|conversations?|convos?|discussions?|exchanges?)\b"
+    r"|\b(the|that) (talk|chat|conversation|convo|discussion) (we|i|you) had\b",
     re.IGNORECASE,
 )
 
+
+_TELL_ME_VERBS = (
+    "tell", "give", "remind", "sum", "summari[sz]e", "recap", "list", "describe", "review", "go over", "go through",
+    "walk me", "run me", "take me", "fill me", "catch me", "provide", "share", "show", "repeat", "refresh", "jog",
+    "explain", "outline", "recount", "retell", "rehash", "spell out", "break down", "lay out", "write out",
+)
+"""Verbs of an instruction to be told something, as they open a sentence."""
 
 ASKING = re.compile(
     r"(^|[，。！？,.!?；;\s]|你|能不能|可以)(帮我|给我|请|麻烦)|(帮我|给我)(看|想|回忆|找|查|说|讲|念|列|总结|整理|复述|再)"
     r"|再(说|讲)一(遍|次)|再[^，。！？,.!?]{0,3}一(遍|次|下)|(总结|概括|回顾|梳理|复述)一?下|复述|重复一下|还没(回答|回复|告诉我|说)|我(需要|想知道|想(看看|看一下|翻翻|回顾一下|找找|了解|问问))"
     r"|\b(can|could|would) (you|u)\b|\bplease\b|\bagain\b|\brepeat\b|\bi need (the|to know)\b"
     # a wish that is a request ("I'd like to go back over what we discussed", "我想了解一下…")
-    r"|\b(i'?d|i would) (like|love) to\b|\bi (want|need) to (know|hear|see|go)\b|想了解",
+    r"|\b(i'?d|i would) (like|love) to\b|\bi (want|need) to (know|hear|see|go)\b|想了解"
+    # a wish for a thing ("I'd love a refresher"), a politeness word, and an instruction: a verb that
+    # asks to be told opening a sentence ("Sum up …", "Remind me of …", "Kindly provide …")
+    r"|\b(i'?d|i would) (like|love|appreciate) (a|an|some|the)\b|\bkindly\b"
+    r"|(^|[.!?;:]\s+)((please|pls|just|ok|okay|so|now|hey|and|then|quickly|briefly)[,!]?\s+)*"
+    r"(" + "|".join(_TELL_ME_VERBS) + r")\b",
     re.IGNORECASE,
 )
 
@@ -223,6 +247,13 @@ ABOUT_NOW = re.compile(
 )
 # ... unless it points back at something of that day ("你知道它叫什么吗", "do you remember what it was
 # called").
+# A question about what to do next ("What should I read next?", "下一本看啥？"): beside what was told it
+# asks nothing about the day it was told ("I finished the book you recommended on Monday. …").
+WHAT_NEXT = re.compile(
+    r"\bnext\b|\bnow what\b|\b(should|shall) (i|we)\b|\bany (\w+ )?(tips|ideas|advice|suggestions|recommendations)\b"
+    r"|下一(本|部|首|个|步|集|家|站|次)|接下来|(该|要)(看|读|买|做|干|吃|去|听|玩)(啥|什么|哪)",
+    re.IGNORECASE,
+)
 BACK_REFERENCE = re.compile(
     r"(它|那个|那本|那家|那部|那首|那件|那次|那天)[^，。！？,.!?]*?((?<![为干])(什么|啥)|哪|谁|叫|名字)"
     r"|\b(it|that|they|them|those)\b[^.?!]*\b(called|named|name)\b|\bwhat (was|were) (it|that|they|its|their)\b",
