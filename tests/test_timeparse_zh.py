@@ -290,6 +290,10 @@ CASES = [
     C(WED, "一点都不累", [], id="neg-一点都不"),
     C(WED, "离我家最近的超市", [], id="neg-最近-nearest"),
     C(WED, "看一下周围", [], id="neg-一下周围"),
+    # after a verb of going over the past 下 is 一下: nobody recalls next Friday
+    C(WED, "帮我回忆下周五我们聊了什么", [("周五", day(2026, 3, 13))], id="回忆下-is-一下"),
+    C(WED, "总结下周一聊的", [("周一", day(2026, 3, 16))], id="总结下-is-一下"),
+    C(WED, "帮我查下周三的天气", [("下周三", day(2026, 3, 25))], id="查下周三-is-next"),
     C(WED, "我有三点建议", [], id="neg-三点建议"),
     C(WED, "每周三开会", [], id="neg-每周三"),
     C(WED, "每个月都去", [], id="neg-每个月"),

@@ -21,6 +21,7 @@ from .festivals import LunarDay, festival_date
 from .zh_patterns import RX as _RX
 from .zh_words import DAY_WORDS as _DAY_WORDS
 from .zh_words import FESTIVALS as _FESTIVALS
+from .zh_words import GOING_OVER as _GOING_OVER
 from .zh_words import HOLIDAY_WEEKS as _HOLIDAY_WEEKS
 from .zh_words import PART_AFTER_DAY as _PART_AFTER_DAY
 from .zh_words import PART_WORDS as _PART_WORDS
@@ -133,6 +134,8 @@ def _dayword(m: re.Match[str], c: Ctx, out: Atoms) -> None:
 
 
 def _week(m: re.Match[str], c: Ctx, out: Atoms) -> None:
+    if m.group("p") == "下" and m.group("wd") and c.text[: m.start()].endswith(_GOING_OVER):
+        return  # 回忆下周五: the bare weekday's rule reads 周五
     off = _week_offset(m.group("p"))
     if m.group("we"):
         out.range(m, cal.weekend_of_week(c.tz, c.today, off), "weekend")

@@ -58,6 +58,10 @@ def period_offset(p: str) -> int:
 UNITS = {"天": "day", "日": "day", "周": "week", "星期": "week", "礼拜": "week", "月": "month", "年": "year"}
 """Calendar units as the shared calendar helpers name them."""
 
+GOING_OVER = ("回忆", "回想", "回顾", "复述", "复盘", "总结")
+"""Verbs of going over the past: after them 下 is 一下 ("回忆下周五我们聊了什么", "总结下周三聊的"), so 下周五
+is a bare 周五; nobody recalls next Friday."""
+
 WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6, "七": 6,
            "1": 0, "2": 1, "3": 2, "4": 3, "5": 4, "6": 5, "7": 6}
 

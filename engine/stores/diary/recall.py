@@ -186,6 +186,18 @@ def _cue_reaches(message: str, cue: str, spans: Sequence[tuple[int, int]]) -> bo
     return False
 
 
+# What a message that names only our talk and its day may say besides them ("4月26日全部聊天内容", "the
+# whole convo we had on Monday pls"): it asks for that talk as a fragment does.
+_FRAGMENT_FILLER = re.compile(
+    r"[\W\d_]+|\b(all|whole|entire|full|the|of|from|on|pls|please|plz|thx|thanks|ty)\b"
+    r"|全部|所有|完整|整个|的|那天|那次|一下|呢|吧|呗|啊|呀|嘛|谢谢|我们|咱们|咱俩|我俩", re.IGNORECASE)
+
+
+def _only_talk(message: str, talk: str, spans: Sequence[tuple[int, int]]) -> bool:
+    rest = "".join(message[i] for i in range(len(message)) if not any(a <= i < b for a, b in spans))
+    return not _FRAGMENT_FILLER.sub("", rest.replace(talk, " ", 1))
+
+
 @dataclass(frozen=True)
 class RecallDecision:
     """Whether (and why) a message's time ranges are a question about past turns."""
@@ -317,7 +329,7 @@ def decide(message: str, *, has_past_range: bool, require_cue: bool = True,
     clauses = _clauses(message, past_spans, long_spans, names) if past_spans or long_spans else []
     talk = _talk_then(clauses)
     # as for what was told, the words naming the talk are no request ("你给我推荐的那首歌我听了一晚上")
-    if talk and (question or ASKING.search(message.replace(talk, "。", 1))):
+    if talk and (question or ASKING.search(spelled_out(message.replace(talk, "。", 1))) or _only_talk(message, talk, spans)):
         return RecallDecision(True, talk)
     wish = RECAP_WISH.search(spelled)
     if wish and (talk or WE_TALKED.search(spelled)):

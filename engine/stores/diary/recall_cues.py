@@ -27,7 +27,7 @@ ZH_MEMORY = re.compile(
     # 我们 / 咱们 as who talked, not "our" (我们老板突然说): only adverbs and times before the verb
     r"(我们|咱们|咱俩|我俩)(俩|两个)?(之前|以前|上次|那天|那次|昨天|前天|上周|刚才|刚刚|之间)?(都|也|还|又|一起|曾经|就)?(聊|谈|说|讲)|"
     r"咱.{0,4}(聊|谈)|"
-    r"发生了什么|发生过什么|(都|还)?干了(些)?(什么|啥)|都做了(些)?(什么|啥)|(什么|啥|哪|谁|几|多少)[^，。！？,.!?]{0,4}来着|"
+    r"发生了什么|发生过什么|(都|还)?干了(些)?(什么|啥)|都做了(些)?(什么|啥)|(什么|啥|哪|谁|几|多少|咋|怎么|怎样)[^，。！？,.!?]{0,4}来着|"
     r"(接着|继续)[^，。！？,.!?]{0,8}(聊|话题)|(^|[，。！？,.!?\s]|你|请)(接着|继续)(讲|说)(?![了服明过])|再(聊聊|说说|讲讲)|那个话题|"
     r"(跟|和|对|给)你(说|讲|提|聊|吐槽|抱怨|倾诉|推荐)(的|过)"
 )
@@ -49,7 +49,7 @@ EN_MEMORY = re.compile(
     r"\b((?<!\bi )(?<!\bwe )(?<!\bi still )(?<!\bi also )"
     # "I'll always remember …" states a memory; "… remind me of family love" is no request
     r"(?<!always )(?<!never )(?:(?<=you )remember|remember(?=[^.?!]*\b(?:i|me|my|we|us|our|you|your)\b))|recall"
-    r"|remind me(?! of\b)|remind me of (the|that|those|what)\b[^.?!]{0,40}\b(you|i|we) (gave|told|said|suggested|recommended"
+    r"|remind me(?! of\b)|reminding me (?=what|where|who|when|which|how|if|whether)|remind me of (the|that|those|what)\b[^.?!]{0,40}\b(you|i|we) (gave|told|said|suggested|recommended"
     r"|mentioned|shared|sent|showed|taught|promised)\b|"
     # "I'll never forget what happened" / "I won't forget what you said" is a statement
     r"(?<!always )(?<!often )(?<!again )(?<!never )(?<!won't )(forgot|forget|forgotten)\s+(what(?!\s+i\s+(even\s+)?(wanted|was going|meant|came))|where|who|when|which|whether|if|"
@@ -64,7 +64,7 @@ EN_MEMORY = re.compile(
     r"(i|we) (told|said(?![^.?!]*\bto (?:my|his|her|their|the|a|an|him|them)\b)|mentioned|talked|chatted|discussed)\b.*\?|"
     r"(i|we) (told|said|mentioned)\b[^.!?]*[,.;]\s*(what|where|who|when|how|which)(\s+(one|exactly|again))?\s+(was|is|were|did)\s+"
     r"(it|they|that|this|the|its|their|his|her|you)\b|"
-    r"\bwhat (i|we) (told|said|mentioned|talked|discussed|chatted|talk|discuss|chat)\b|\bwhat (i|we) (was|were) (talking|chatting|saying|discussing)\b|"
+    r"\bwhat (i|we) (told|said|mentioned|talked|discussed|chatted|talk|discuss|chat|decided|concluded|agreed|settled|figured out|worked out)\b|\bwhat (i|we) (was|were) (talking|chatting|saying|discussing)\b|"
     r"what (have|had) (i|we)\b|what was (i|it i|it we)|what were we|"
     r"(continue|pick up|resume)\b[^.?!]{0,30}\b(topic|conversation|discussion|chat)|where we left off|let'?s continue|"
     r"\b(what|which) (topics?|things?|stuff|subjects?)\b[^.?!]{0,20}\bcame up\b|"
@@ -100,7 +100,7 @@ ZH_REQUEST = re.compile(
     + r")(?:一下|下|成|为|出?来)"
 )
 EN_REQUEST = re.compile(
-    r"(?:^|[.!?;\-–—]\s+|\b(?:please|now|so|ok|okay|hey|and|just|then)[,!]?\s+)"
+    r"(?:^|[.!?;\-–—]\s+|(?<=,)\s*(?=(?:summari[sz]e|recap)\b)|\b(?:please|now|so|ok|okay|hey|and|just|then)[,!]?\s+)"
     r"(?:summari[sz]e|recap|list|describe|review|go (?:over|through)|(?:walk|run|take|talk) me through|fill me in on"
     r"|give me (?:a |an |the )?(?:quick |short |brief )?(?:recap|summary|rundown|overview|highlights|gist|main points|bullet points"
     r"|key points|takeaways))\b"
@@ -144,7 +144,7 @@ EN_QUESTION = re.compile(
     r"|(did|do|does|was|were|is|are|can|could|have|had|didn'?t|don'?t|wasn'?t|weren'?t|haven'?t|hadn'?t)"
     r"\s+(i|you|we|he|she|they|it|that|this|there|my|your|our)\b)"
     # or a question put after a clause ("yesterday you recommended a show, whats it called")
-    r"|[,;.:\-–—]\s*(?:what|where|who|which)\s+(?:was|were|did)\s+(?:it|that|this|they|he|she|the|his|her)\b"
+    r"|[,;.:\-–—]\s*(?:what|where|who|which)\s+(?:was|were|did)\s+(?:it|that|this|they|he|she|the|his|her|your|my|our)\b"
     r"|[,;.:\-–—]\s*(?:what|which)(?:'?s|\s+is)\s+(?:it|that|this|the\s+\w+)\s+(?:called|named|again)\b",
     re.IGNORECASE,
 )
@@ -161,8 +161,8 @@ TOLD = re.compile(r"\b(i|we) (told you|said(?![^.?!]*\bto (?:my|his|her|their|th
                    # asking to hear it again ("can you repeat the list?")
                    r"|你[^，。！？,.!?我]{0,6}?(给|帮)我[^，。！？,.!?]{1,3}的|[你您](给|告诉|教)(了|过)我|[你您][^，。！？,.!?我]{0,8}?给(出)?(我)?的(建议|推荐|意见|方法|办法|答案|回答|说法|主意)|你[^，。！？,.!?]{0,6}?(答应|承诺|保证)(过)?我"
                    r"|\b(can|could|would) you (please )?repeat\b|(^|[.!?,;—–-]\s*)(please )?repeat\b"
-                   r"|你[^，。！？,.!?]{0,6}?(推荐|介绍|说|讲|发)(给)?我的|\bdid you (give|send|tell|show|recommend|suggest|promise) me\b"
-                   r"|[你您](当时|那时|是)?(怎么|咋|如何)[^，。！？,.!?]{0,4}?(说|讲|劝|回答|建议|安慰|评价|鼓励)(我)?的"
+                   r"|你[^，。！？,.!?]{0,6}?(推荐|介绍|说|讲|发)(给)?我的|你[^，。！？,.!?]{0,4}?(让|叫)我[^，。！？,.!?]{1,4}?的|\bdid you (give|send|tell|show|recommend|suggest|promise) me\b"
+                   r"|[你您](当时|那时|是)?(怎么|咋|如何)[^，。！？,.!?]{0,4}?(说|讲|劝|回答|建议|安慰|评价|鼓励|看)(我)?的|原话"
                    r"|你[^，。！？,.!?]{0,8}?我的(那些|那句|那番)?话|\b(the |your )?(exact )?words (you|i) (used|said)\b"
                    r"|我[上下昨前今那这之以刚才周天月号日早晚午年星期礼拜一二三四五六七八九十0-9]{0,6}?(说|讲|提到|聊到|(发|传)给你)的|(?<![把])你[^，。！？,.!?我有]{0,6}?(给我|跟我|和我|对我|帮我)?(说|讲|提到|推荐|建议|介绍)的", re.IGNORECASE)
 # Our talk itself, named in the clause that holds the past time ("上周你说我应该多运动，具体是怎么说的",
@@ -173,7 +173,7 @@ TALK = re.compile(
     r"我[^，。！？,.!?你]{0,6}?(跟|和|对|给|向)你(说|讲|提|聊|讨论|推荐|吐槽|抱怨|倾诉|商量)|我问(过)?你|你问(过)?我|"
     # a time or an adverb may stand between ("你上周说", "你之前也说"), not another person ("你们老板说")
     r"(?<![跟和对给向问把])你[上下昨前今那这之以刚才周天月号日早晚午年星期礼拜一二三四五六七八九十0-9还又也都曾经]{0,6}?"
-    r"(是不是|有没有|不是)?(跟我|和我|对我|给我|向我)?(说|讲|提到|提(?=了|过|出)|推荐|建议|介绍|告诉我|回答|答应|劝|提醒)"
+    r"(是不是|有没有|不是)?(跟我|和我|对我|给我|向我)?(说|讲|提到|提(?=了|过|出)|推荐|建议|介绍|告诉我|回答|答应|劝|提醒|让我|叫我)"
     r"(?!为啥|为什么|是不是|怎么|要不要|会不会|该不该|咋|能不能|有没有|哪)"
     r"|你给(过)?我的|[你您](对|关于)[^，。！？,.!?]{1,10}的(看法|意见|态度|观点|建议)|我们(讨论|聊|谈|商量|交流)|的(聊天|对话|谈话|交流)|(聊天|对话|谈话)(内容|记录)|"
     r"\b(i|we) (told|asked|showed|sent|promised|gave) you\b|\byou (told|asked|showed|sent|gave|promised) me\b"
@@ -188,7 +188,10 @@ TALK = re.compile(
     # our talk named as a thing ("sum up our talk on Monday", "the conversation we had yesterday");
     # not "we went over it in class yesterday"
     r"|\bour (\w+ ){0,2}(talks?|chats?|conversations?|convos?|discussions?|exchanges?)\b"
-    r"|\b(the|that) (talk|chat|conversation|convo|discussion) (we|i|you) had\b",
+    r"|\b(the|that) (\w+ ){0,2}(talk|chat|conversation|convo|discussion) (we|i|you) had\b"
+    r"|\b(everything|all) (we|i|you) (said|talked about|discussed|covered|went over|chatted about)\b"
+    # as non-native writers say it ("we have chatted", "we was talking"), and talking to you
+    r"|\bwe (have |had |were |was )(talked|chatted|spoke|talking|chatting|speaking)\b|\b(talking|chatting|speaking) (to|with) you\b",
     re.IGNORECASE,
 )
 
@@ -209,7 +212,9 @@ ASKING = re.compile(
     # a wish for a thing ("I'd love a refresher"), a politeness word, and an instruction: a verb that
     # asks to be told opening a sentence ("Sum up …", "Remind me of …", "Kindly provide …")
     r"|\b(i'?d|i would) (like|love|appreciate) (a|an|some|the)\b|\bkindly\b"
-    r"|(^|[.!?;:]\s+)((please|pls|just|ok|okay|so|now|hey|and|then|quickly|briefly)[,!]?\s+)*"
+    # asked indirectly ("I was wondering if you could …")
+    r"|\bi (was |am |'m )?wondering\b|\bi wonder\b|\b(if|whether) (you|u) (could|can|would|might)\b"
+    r"|(^|[.!?;:,]\s*)((please|pls|just|ok|okay|so|now|hey|and|then|quickly|briefly)[,!]?\s+)*"
     r"(" + "|".join(_TELL_ME_VERBS) + r")\b",
     re.IGNORECASE,
 )
