@@ -21,7 +21,7 @@ ZH_MEMORY = re.compile(
     r"我(为啥|为什么|怎么|咋)(会)?(说|讲|提)|"
     # forgetting as a habit or a mishap ("我总是忘了…", "我又忘了昨天把钥匙放哪了") is a complaint
     r"(?<!总是)(?<!老是)(?<!经常)(?<!又)忘(了|记了?)[^，。！？,.!?]{0,12}(什么|啥|哪|谁|多少|名字)|回忆|回想|你[^，。！？,.!?]{0,4}想起来|想起来(了)?[吗没]|"
-    r"(聊|谈|说|讲|提|问|告诉|跟你说|和你说|对你说)(了|过|到)?(些)?(什么|啥|哪些|哪里|哪儿|哪(?=了)|些啥|几件|多少)|"
+    r"(聊|谈|说|讲|提|问|告诉|讨论|商量|研究|跟你说|和你说|对你说)(了|过|到)?(些)?(什么|啥|哪些|哪里|哪儿|哪(?=了)|些啥|几件|多少)|"
     r"(聊|谈|讲|提|告诉|问|讨论|商量)过|跟你说过|和你说过|对你说过|说过|提到过|"
     r"我(是不是|有没有)(跟你|和你|对你)?(说|讲|提)(?!错|漏|多|重|得|太)|"
     # 我们 / 咱们 as who talked, not "our" (我们老板突然说): only adverbs and times before the verb
@@ -66,7 +66,7 @@ EN_MEMORY = re.compile(
     r"(it|they|that|this|the|its|their|his|her|you)\b|"
     r"\bwhat (i|we) (told|said|mentioned|talked|discussed|chatted|talk|discuss|chat|decided|concluded|agreed|settled|figured out|worked out)\b|\bwhat (i|we) (was|were) (talking|chatting|saying|discussing)\b|"
     r"what (have|had) (i|we)\b|what was (i|it i|it we)|what were we|"
-    r"(continue|pick up|resume)\b[^.?!]{0,30}\b(topic|conversation|discussion|chat)|where we left off|let'?s continue|"
+    r"(continue|pick up|resume)\b[^.?!]{0,30}\b(topic|conversation|discussion|chat)|where (we|i) (left off|stopped|ended)\b|let'?s continue|"
     r"\b(what|which) (topics?|things?|stuff|subjects?)\b[^.?!]{0,20}\bcame up\b|"
     # "what was the issue again", "who was that again": asked to be told once more (not "why did it
     # break again", a thing that happened twice)
@@ -96,12 +96,13 @@ _ZH_VERBS_FOR = r"(?:整理|汇总|归纳)(?![了的过着])"
 ZH_REQUEST = re.compile(
     r"(?:^|[。！？!?；;\n]\s*|给我|跟我|和我|帮我|请|麻烦[你您]?|[你您])" + _ZH_VERBS
     + r"|(?:给我|帮我|请[你您]?|麻烦[你您]?)" + _ZH_VERBS_FOR
-    + r"|(?:^|[。！？!?；;，,\s]|给我|帮我|请|麻烦[你您]?|[你您](?:能不能|可不可以|可以|能)?)把[^。！？!?；;，,让叫]{1,24}?(?:" + _ZH_VERBS + "|" + _ZH_VERBS_FOR
+    + r"|(?:^|[。！？!?；;，,\s]|给我|帮我|请|麻烦[你您]?|[你您]?(?:能不能|可不可以|可以|能))把[^。！？!?；;，,让叫]{1,24}?(?:" + _ZH_VERBS + "|" + _ZH_VERBS_FOR
     + r")(?:一下|下|成|为|出?来)"
 )
 EN_REQUEST = re.compile(
-    r"(?:^|[.!?;\-–—]\s+|(?<=,)\s*(?=(?:summari[sz]e|recap)\b)|\b(?:please|now|so|ok|okay|hey|and|just|then)[,!]?\s+)"
-    r"(?:summari[sz]e|recap|list|describe|review|go (?:over|through)|(?:walk|run|take|talk) me through|fill me in on"
+    r"(?:^|[.!?;\-–—]\s+|(?<=,)\s*(?=(?:summari[sz]e|recap)\b)|\b(?:please|now|so|ok|okay|hey|and|just|then"
+    r"|bro|dude|yo|man|babe|mate|buddy|sis)[,!]?\s+)"
+    r"(?:summari[sz]e|recap|replay|recount|retell|pull together|list|describe|review|go (?:over|through)|(?:walk|run|take|talk) me through|fill me in on"
     r"|give me (?:a |an |the )?(?:quick |short |brief )?(?:recap|summary|rundown|overview|highlights|gist|main points|bullet points"
     r"|key points|takeaways))\b"
     r"|\btell me (?:again |once more )?(?:about|what|how|everything|all|more about)\b"
@@ -161,7 +162,7 @@ TOLD = re.compile(r"\b(i|we) (told you|said(?![^.?!]*\bto (?:my|his|her|their|th
                    # asking to hear it again ("can you repeat the list?")
                    r"|你[^，。！？,.!?我]{0,6}?(给|帮)我[^，。！？,.!?]{1,3}的|[你您](给|告诉|教)(了|过)我|[你您][^，。！？,.!?我]{0,8}?给(出)?(我)?的(建议|推荐|意见|方法|办法|答案|回答|说法|主意)|你[^，。！？,.!?]{0,6}?(答应|承诺|保证)(过)?我"
                    r"|\b(can|could|would) you (please )?repeat\b|(^|[.!?,;—–-]\s*)(please )?repeat\b"
-                   r"|你[^，。！？,.!?]{0,6}?(推荐|介绍|说|讲|发)(给)?我的|你[^，。！？,.!?]{0,4}?(让|叫)我[^，。！？,.!?]{1,4}?的|\bdid you (give|send|tell|show|recommend|suggest|promise) me\b"
+                   r"|你[^，。！？,.!?]{0,6}?(推荐|介绍|说|讲|发)(给)?我的|你(有没有|是不是)?给(了|过)(我)?|你(有没有|是不是)给(过)?我|你(纠正|指出|批评|夸|表扬|提醒|鼓励|安慰)(了|过)我|你[^，。！？,.!?]{0,4}?(让|叫)我[^，。！？,.!?]{1,4}?的|\bdid you (give|send|tell|show|recommend|suggest|promise) me\b|\bdid you (suggest|recommend|promise|mention)\b"
                    r"|[你您](当时|那时|是)?(怎么|咋|如何)[^，。！？,.!?]{0,4}?(说|讲|劝|回答|建议|安慰|评价|鼓励|看)(我)?的|原话"
                    r"|你[^，。！？,.!?]{0,8}?我的(那些|那句|那番)?话|\b(the |your )?(exact )?words (you|i) (used|said)\b"
                    r"|我[上下昨前今那这之以刚才周天月号日早晚午年星期礼拜一二三四五六七八九十0-9]{0,6}?(说|讲|提到|聊到|(发|传)给你)的|(?<![把])你[^，。！？,.!?我有]{0,6}?(给我|跟我|和我|对我|帮我)?(说|讲|提到|推荐|建议|介绍)的", re.IGNORECASE)
@@ -175,7 +176,7 @@ TALK = re.compile(
     r"(?<![跟和对给向问把])你[上下昨前今那这之以刚才周天月号日早晚午年星期礼拜一二三四五六七八九十0-9还又也都曾经]{0,6}?"
     r"(是不是|有没有|不是)?(跟我|和我|对我|给我|向我)?(说|讲|提到|提(?=了|过|出)|推荐|建议|介绍|告诉我|回答|答应|劝|提醒|让我|叫我)"
     r"(?!为啥|为什么|是不是|怎么|要不要|会不会|该不该|咋|能不能|有没有|哪)"
-    r"|你给(过)?我的|[你您](对|关于)[^，。！？,.!?]{1,10}的(看法|意见|态度|观点|建议)|我们(讨论|聊|谈|商量|交流)|的(聊天|对话|谈话|交流)|(聊天|对话|谈话)(内容|记录)|"
+    r"|你给(过)?我的|[你您](对|关于)[^，。！？,.!?]{1,10}的(看法|意见|态度|观点|建议)|(我们|咱们|咱俩|我俩)(一起|最后|最终|当时|后来)?(讨论|聊|谈|商量|交流|研究|决定|定|计划|规划|构思|头脑风暴)|的(聊天|对话|谈话|交流)|(我们|咱们|咱俩)的(故事|剧情)|(?<=[天晚周末号日上午下午一二三四五六])聊(到|起|了)?[^，。！？,.!?]{1,10}?(的时候|那会儿?)|(聊天|对话|谈话)(内容|记录)|"
     r"\b(i|we) (told|asked|showed|sent|promised|gave) you\b|\byou (told|asked|showed|sent|gave|promised) me\b"
     r"|\b(i|we) (shared|vented|ranted|complained|confided|opened up)( \w+)? (with|to|in) you\b|\b(what|things?|stuff) we (covered|went over)\b"
     # a subject raised in our talk ("when I brought it up on Monday", "the topic you raised")
@@ -185,6 +186,12 @@ TALK = re.compile(
     r"|\byou (\w+ly )?(warned|whispered|explained|advised|reminded|joked|admitted|agreed|insisted|described|replied"
     r"|responded|promised|proposed|predicted|pointed out|came up with|talked me (into|out of))\b"
     r"|\bwe (talked|chatted|spoke)\b"
+    # our story or game, played together; what you did to my words; your view as it was then
+    r"|\bour (story|role-?play|rp|game|adventure|campaign|quest|session)\b|\byou (\w+ed) (me|my)\b"
+    r"|\b(was|were) your (take|opinion|view|advice|answer|suggestion|verdict|thoughts)\b"
+    # work done together in our talk ("we brainstormed", "the ideas we threw around")
+    r"|\bwe (brainstormed|planned|prioritized|prioritised|decided|agreed|figured out|worked out|came up with|threw around"
+    r"|mapped out|settled on|narrowed down|listed|outlined)\b"
     # our talk named as a thing ("sum up our talk on Monday", "the conversation we had yesterday");
     # not "we went over it in class yesterday"
     r"|\bour (\w+ ){0,2}(talks?|chats?|conversations?|convos?|discussions?|exchanges?)\b"
