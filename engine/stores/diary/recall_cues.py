@@ -48,8 +48,9 @@ EN_MEMORY = re.compile(
     # forgot my keys yesterday" is a statement
     r"\b((?<!\bi )(?<!\bwe )(?<!\bi still )(?<!\bi also )"
     # "I'll always remember …" states a memory; "… remind me of family love" is no request
-    r"(?<!always )(?<!never )(?:(?<=you )remember|remember(?=[^.?!]*\b(?:i|me|my|we|us|our|you|your)\b))|recall"
-    r"|remind me(?! of\b)|reminding me (?=what|where|who|when|which|how|if|whether)|remind me of (the|that|those|what)\b[^.?!]{0,40}\b(you|i|we) (gave|told|said|suggested|recommended"
+    r"(?<!always )(?<!never )(?:(?<=you )remember|remember(?=[^.?!]*\b(?:i|me|my|we|us|our|you|your)\b))(?!\s+to\b)|recall"
+    # "remember to …" / "remind me to …" ask for the future ("Remember to remind me to call mom tonight")
+    r"|remind me(?! of\b)(?!\s+to\b)|reminding me (?=what|where|who|when|which|how|if|whether)|remind me of (the|that|those|what)\b[^.?!]{0,40}\b(you|i|we) (gave|told|said|suggested|recommended"
     r"|mentioned|shared|sent|showed|taught|promised)\b|"
     # "I'll never forget what happened" / "I won't forget what you said" is a statement
     r"(?<!always )(?<!often )(?<!again )(?<!never )(?<!won't )(forgot|forget|forgotten)\s+(what(?!\s+i\s+(even\s+)?(wanted|was going|meant|came))|where|who|when|which|whether|if|"
