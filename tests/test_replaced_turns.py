@@ -89,3 +89,25 @@ def test_a_respaced_reply_in_the_window_is_not_injected_again(orch):
     for history in (stored, shown):
         result = orch.build_prompt(question, user_id="lin", now=NOW, history=history)
         assert "灰色的围巾" not in system_text(result)
+
+
+def test_a_range_that_reaches_the_sitting_under_way_leaves_its_turns_to_the_conversation(orch):
+    """Asked at 1 a.m., "last night" runs to 5: the sitting under way is in the range. Its turns are in
+    the conversation already; the diary shows the rest of the night, not them again."""
+    night = datetime(2026, 11, 21, 1, 0, tzinfo=TZ)
+    orch.record_turn("今晚的月亮好圆。", "雾川镇的月亮总是特别亮。", user_id="lin", at=night - timedelta(hours=4), turn_id="n1")
+    orch.record_turn("我刚下班，路过你的花店。", "欢迎光临，桂花刚开。", user_id="lin", at=night - timedelta(minutes=10),
+                     turn_id="n2")
+    assert orch.flush(60)
+    sent = [{"role": "user", "content": "我刚下班，路过你的花店。"}, {"role": "assistant", "content": "欢迎光临，桂花刚开。"}]
+    elsewhere = [{"role": "user", "content": "别的话题"}, {"role": "assistant", "content": "好呀"}]
+    for question in ("昨天晚上我们聊了什么？", "What did we talk about last night?"):
+        control = orch.build_prompt(question, user_id="lin", now=night, history=elsewhere)
+        assert "桂花刚开" in system_text(control) and "月亮总是特别亮" in system_text(control), system_text(control)
+        result = orch.build_prompt(question, user_id="lin", now=night, history=sent)
+        assert "桂花刚开" not in system_text(result) and "月亮总是特别亮" in system_text(result), system_text(result)
+        # an earlier sitting's turns stay though the client sends them back (SillyTavern sends the whole
+        # chat): only the diary says when they were
+        result = orch.build_prompt(question, user_id="lin", now=night, history=[
+            {"role": "user", "content": "今晚的月亮好圆。"}, {"role": "assistant", "content": "雾川镇的月亮总是特别亮。"}, *sent])
+        assert "月亮总是特别亮" in system_text(result), system_text(result)

@@ -134,6 +134,9 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
                 keep = [i for i, tid in enumerate(source.turn_ids(cands.rows)) if tid not in query.exclude]
                 cands = cands.take(np.array(keep, dtype=np.int64))
                 own = own.take(np.flatnonzero(np.isin(own.rows, cands.rows)))  # its ids are among those just read
+            if window and len(cands):
+                cands = _not_in_window(source, cands, window, len(query.recent), now)
+                own = own.take(np.flatnonzero(np.isin(own.rows, cands.rows)))
             whole = asked.kind == "range" and len(cands) > 0
             # A whole range is shown whole (digests when long) and nothing competes with it. A
             # content question gets the range's turns first, all of them when they fit; else its
@@ -191,6 +194,24 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
             shown = covered | {i for h in lines for i in h.meta.get("ids", ()) if i in range_ids}
             hits += omitted_note(how.prompts, ranges, in_range_total, len(shown))
     return hits
+
+
+def _not_in_window(source: DiarySource, turns: RangeTurns, window: set[str], sent: int, now: datetime) -> RangeTurns:
+    """`turns` without those of the sitting under way that the conversation already holds: a range
+    that reaches into it ("昨天晚上我们聊了什么" asked at 1 a.m.: the night runs to 5) would show them
+    again beside the messages that hold them. An earlier day's turns stay even when the client sends
+    them back (SillyTavern sends the whole chat): only the diary says which day they were."""
+    ts, gaps = turns.ts, np.diff(turns.ts)
+    if not len(ts) or int(now.timestamp()) - int(ts[-1]) > SITTING_GAP_S:
+        return turns
+    breaks = np.flatnonzero(gaps > SITTING_GAP_S)
+    start = max(int(breaks[-1]) + 1 if breaks.size else 0, len(ts) - (sent // 2 + 1))
+    tail = np.arange(start, len(ts))
+    held = [i for i, e in zip(tail.tolist(), source.entries(turns.rows[tail]))
+            if normalize(e.assistant or e.user) in window]
+    if not held:
+        return turns
+    return turns.take(np.setdiff1d(np.arange(len(turns)), held))
 
 
 def _cut(hits: Sequence[Hit]) -> bool:
