@@ -134,7 +134,7 @@ def _dayword(m: re.Match[str], c: Ctx, out: Atoms) -> None:
 
 
 def _week(m: re.Match[str], c: Ctx, out: Atoms) -> None:
-    if m.group("p") == "下" and m.group("wd") and c.text[: m.start()].endswith(_GOING_OVER):
+    if m.group("p") == "下" and m.group("wd") and c.text.endswith(_GOING_OVER, 0, m.start()):
         return  # 回忆下周五: the bare weekday's rule reads 周五
     off = _week_offset(m.group("p"))
     if m.group("we"):

@@ -130,12 +130,13 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
             # Only a recap surely asked shows a range too long for its turns whole (as digests).
             cands, own, parts, span = _range_candidates(source, tz, ranges, decision, vector,
                                                         at_most=None if asked.kind == "range" and asked.sure else at_most)
+            found_turns = len(cands)
             if query.exclude and len(cands):
                 keep = [i for i, tid in enumerate(source.turn_ids(cands.rows)) if tid not in query.exclude]
                 cands = cands.take(np.array(keep, dtype=np.int64))
-                own = own.take(np.flatnonzero(np.isin(own.rows, cands.rows)))  # its ids are among those just read
             if window and len(cands):
                 cands = _not_in_window(source, cands, window, len(query.recent), now)
+            if len(cands) < found_turns:  # the range's own turns are among them: what left those leaves these
                 own = own.take(np.flatnonzero(np.isin(own.rows, cands.rows)))
             whole = asked.kind == "range" and len(cands) > 0
             # A whole range is shown whole (digests when long) and nothing competes with it. A
@@ -201,10 +202,10 @@ def _not_in_window(source: DiarySource, turns: RangeTurns, window: set[str], sen
     that reaches into it ("昨天晚上我们聊了什么" asked at 1 a.m.: the night runs to 5) would show them
     again beside the messages that hold them. An earlier day's turns stay even when the client sends
     them back (SillyTavern sends the whole chat): only the diary says which day they were."""
-    ts, gaps = turns.ts, np.diff(turns.ts)
+    ts = turns.ts
     if not len(ts) or int(now.timestamp()) - int(ts[-1]) > SITTING_GAP_S:
         return turns
-    breaks = np.flatnonzero(gaps > SITTING_GAP_S)
+    breaks = np.flatnonzero(np.diff(ts) > SITTING_GAP_S)
     start = max(int(breaks[-1]) + 1 if breaks.size else 0, len(ts) - (sent // 2 + 1))
     tail = np.arange(start, len(ts))
     held = [i for i, e in zip(tail.tolist(), source.entries(turns.rows[tail]))

@@ -100,20 +100,27 @@ Caroline do in July", not "Who won the Super Bowl last year?", "去年那届世�
 _TIME_ONLY = re.compile(r"[\W\d_]+|\b(on|at|in|so|and|but|ok|okay|um|uh|hey|well|then|was it)\b|那天|那时候?|当时", re.IGNORECASE)
 
 
+def _holds(m: re.Match, spans: Sequence[tuple[int, int]]) -> bool:
+    """Whether the matched piece of the message holds (some of) one of `spans`."""
+    return any(s < m.end() and e > m.start() for s, e in spans)
+
+
+def _without(message: str, spans: Sequence[tuple[int, int]], start: int = 0, end: int | None = None) -> str:
+    """`message[start:end]` with the characters of `spans` (the time expressions) taken out."""
+    end = len(message) if end is None else end
+    return "".join(message[i] for i in range(start, end) if not any(a <= i < b for a, b in spans))
+
+
 def _clauses(message: str, past_spans: Sequence[tuple[int, int]], long_spans: Sequence[tuple[int, int]] = (),
              names: Sequence[str] = ()) -> list[tuple[str, bool]]:
     """The message's clauses, each with whether it holds one of the past times (a long one only in
     a clause that names one of us); a clause of the time alone ("Yesterday, when I brought it up,
     what did you say?") lends it to the next."""
-    def holds(m: re.Match, spans: Sequence[tuple[int, int]]) -> bool:
-        return any(s < m.end() and e > m.start() for s, e in spans)
-
     out, lent = [], False
     for m in _CLAUSE.finditer(message):
-        held = holds(m, past_spans) or (holds(m, long_spans) and names_one_of_us(m.group(), names))
+        held = _holds(m, past_spans) or (_holds(m, long_spans) and names_one_of_us(m.group(), names))
         out.append((m.group(), held or lent))
-        rest = "".join(message[i] for i in range(m.start(), m.end()) if not any(a <= i < b for a, b in past_spans))
-        lent = held and not _TIME_ONLY.sub("", rest)
+        lent = held and not _TIME_ONLY.sub("", _without(message, past_spans, m.start(), m.end()))
     return out
 
 
@@ -164,24 +171,23 @@ def _sentence_of(message: str, at: int) -> tuple[int, int]:
     return start, len(message)
 
 
-def _cue_reaches(message: str, cue: str, spans: Sequence[tuple[int, int]]) -> bool:
-    """Whether a memory word (or what one of us told) reaches a past time of the message: one said in its sentence or before
-    it, or in a later sentence that asks, names our talk or holds nothing but the time ("Remember
-    what I told you? It was on Monday."). A later statement tells news of that day: "Remember I was
-    nervous about my presentation? It went fine on Friday.", "还记得我说要减肥吗？昨天开始跑步了"."""
-    at = message.find(cue)
-    if at < 0 or not spans:
+def _cue_reaches(message: str, at: int, spans: Sequence[tuple[int, int]]) -> bool:
+    """Whether the memory word (or what one of us told) at `at` reaches a past time of the message:
+    one said in its sentence or before it, or in a later sentence that asks, names our talk or holds
+    nothing but the time ("Remember what I told you? It was on Monday."). A later statement tells
+    news of that day: "Remember I was nervous about my presentation? It went fine on Friday.",
+    "还记得我说要减肥吗？昨天开始跑步了"."""
+    if not spans:
         return True
     cue_end = _sentence_of(message, at)[1]
-    for s, e in spans:
+    for s, _ in spans:
         if s < cue_end:
             return True
         a, b = _sentence_of(message, s)
         sentence = message[a:b]
         spelled = spelled_out(sentence)
-        rest = message[a:s] + message[e:b]
         if is_question(sentence) or TALK.search(spelled) or TOLD.search(spelled) or ASKING.search(sentence) \
-                or not _ONLY_THE_TIME.sub("", rest):
+                or not _ONLY_THE_TIME.sub("", _without(message, spans, a, b)):
             return True
     return False
 
@@ -194,8 +200,15 @@ _FRAGMENT_FILLER = re.compile(
 
 
 def _only_talk(message: str, talk: str, spans: Sequence[tuple[int, int]]) -> bool:
-    rest = "".join(message[i] for i in range(len(message)) if not any(a <= i < b for a, b in spans))
-    return not _FRAGMENT_FILLER.sub("", rest.replace(talk, " ", 1))
+    return not _FRAGMENT_FILLER.sub("", _without(message, spans).replace(talk, " ", 1))
+
+
+def _asks_only_what_next(message: str, spans: Sequence[tuple[int, int]]) -> bool:
+    """Every question of the message is about what to do next and holds no past time: beside what
+    was told it is a thing the user refers to ("I finished the book you recommended on Monday. What
+    should I read next?")."""
+    asked = [m for m in _CLAUSE.finditer(message) if is_question(m.group())]
+    return bool(asked) and all(WHAT_NEXT.search(m.group()) and not _holds(m, spans) for m in asked)
 
 
 @dataclass(frozen=True)
@@ -212,11 +225,12 @@ def spelled_out(message: str) -> str:
     return CHAT_WORD.sub(lambda m: CHAT_SPELLINGS[m.group().lower()], message)
 
 
-def _as_written(message: str, spelled: str, m: re.Match) -> str:
-    """The words of `message` that `m`, a match in `spelled_out(message)`, covers: a cue is named
-    (in the reasons, and taken out of the search text) as the user wrote it ("wht did u say")."""
+def _as_written(message: str, spelled: str, m: re.Match) -> tuple[str, int]:
+    """The words of `message` that `m`, a match in `spelled_out(message)`, covers, and where they
+    start: a cue is named (in the reasons, and taken out of the search text) as the user wrote it
+    ("wht did u say")."""
     if spelled == message:
-        return m.group(0).strip()
+        return _stripped(message, m.start(), m.end())
 
     def original(pos: int, end: bool) -> int:
         shift = 0  # how much longer the spelled-out text is up to here
@@ -229,23 +243,29 @@ def _as_written(message: str, spelled: str, m: re.Match) -> str:
             shift += long - len(w.group())
         return pos - shift
 
-    return message[original(m.start(), False):original(m.end(), True)].strip()
+    return _stripped(message, original(m.start(), False), original(m.end(), True))
+
+
+def _stripped(message: str, start: int, end: int) -> tuple[str, int]:
+    words = message[start:end]
+    return words.strip(), start + len(words) - len(words.lstrip())
 
 
 _CUES = (ZH_MEMORY, EN_MEMORY, ZH_PAST_QUESTION, EN_PAST_QUESTION, ZH_REQUEST, EN_REQUEST)
 
 
-def _cue(message: str, spelled: str) -> str:
+def _cue(message: str, spelled: str) -> tuple[str, int]:
+    """The recall words as written and where they start (("", -1) when none)."""
     for pattern in _CUES:
         m = pattern.search(spelled)
         if m:
             return _as_written(message, spelled, m)
-    return ""
+    return "", -1
 
 
 def recall_cue(message: str) -> str:
     """The recall words in `message` ("" when it asks nothing about the past)."""
-    return _cue(message, spelled_out(message))
+    return _cue(message, spelled_out(message))[0]
 
 
 NIGHT_END_HOUR = 5
@@ -308,23 +328,18 @@ def decide(message: str, *, has_past_range: bool, require_cue: bool = True,
         return RecallDecision(False, "")
     message = _cjk_breaks(_unquoted(message))
     spelled = spelled_out(message)
-    cue = _cue(message, spelled)
     spans = [*past_spans, *long_spans]
-    if cue and not _cue_reaches(message, cue, spans):
+    cue, at = _cue(message, spelled)
+    if cue and not _cue_reaches(message, at, spans):
         cue = ""
     if cue or not require_cue:
         return RecallDecision(True, cue)
-    question = is_question(message)
-    # what was told, with only a question about now or next, is a thing the user refers to: "I
-    # finished the book you recommended on Monday. What should I read next?"
-    asked = [m for m in _CLAUSE.finditer(message) if is_question(m.group())]
-    question = question and not (asked and all(
-        WHAT_NEXT.search(m.group()) and not any(s < m.end() and e > m.start() for s, e in spans) for m in asked))
+    question = is_question(message) and not _asks_only_what_next(message, spans)
     told = TOLD.search(spelled)
     # the request must be more than the words that say what was told ("你给我写的诗真好看")
     if told and (question or ASKING.search(f"{spelled[:told.start()]}。{spelled[told.end():]}")):
-        told_words = _as_written(message, spelled, told)
-        if _cue_reaches(message, told_words, spans):
+        told_words, at = _as_written(message, spelled, told)
+        if _cue_reaches(message, at, spans):
             return RecallDecision(True, told_words)
     clauses = _clauses(message, past_spans, long_spans, names) if past_spans or long_spans else []
     talk = _talk_then(clauses)
@@ -333,7 +348,7 @@ def decide(message: str, *, has_past_range: bool, require_cue: bool = True,
         return RecallDecision(True, talk)
     wish = RECAP_WISH.search(spelled)
     if wish and (talk or WE_TALKED.search(spelled)):
-        return RecallDecision(True, _as_written(message, spelled, wish))
+        return RecallDecision(True, _as_written(message, spelled, wish)[0])
     if question and _asks_about_then(clauses):
         return RecallDecision(True, "a question about a past day")
     return RecallDecision(False, "")

@@ -100,11 +100,17 @@ ZH_REQUEST = re.compile(
     + r"|(?:^|[。！？!?；;，,\s]|给我|帮我|请|麻烦[你您]?|[你您]?(?:能不能|可不可以|可以|能))把[^。！？!?；;，,让叫]{1,24}?(?:" + _ZH_VERBS + "|" + _ZH_VERBS_FOR
     + r")(?:一下|下|成|为|出?来)"
 )
+_GO_OVER_VERBS = (
+    "summari[sz]e", "recap", "replay", "recount", "retell", "pull together", "list", "describe", "review", "go over",
+    "go through", "walk me through", "run me through", "take me through", "talk me through", "fill me in on",
+)
+"""Verbs that by themselves ask to go over the past, as they open a sentence (`EN_REQUEST`); with our
+talk named, any verb of `_TELL_ME_VERBS` does (`ASKING`)."""
 EN_REQUEST = re.compile(
     r"(?:^|[.!?;\-–—]\s+|(?<=,)\s*(?=(?:summari[sz]e|recap)\b)|\b(?:please|now|so|ok|okay|hey|and|just|then"
     r"|bro|dude|yo|man|babe|mate|buddy|sis)[,!]?\s+)"
-    r"(?:summari[sz]e|recap|replay|recount|retell|pull together|list|describe|review|go (?:over|through)|(?:walk|run|take|talk) me through|fill me in on"
-    r"|give me (?:a |an |the )?(?:quick |short |brief )?(?:recap|summary|rundown|overview|highlights|gist|main points|bullet points"
+    r"(?:" + "|".join(_GO_OVER_VERBS)
+    + r"|give me (?:a |an |the )?(?:quick |short |brief )?(?:recap|summary|rundown|overview|highlights|gist|main points|bullet points"
     r"|key points|takeaways))\b"
     r"|\btell me (?:again |once more )?(?:about|what|how|everything|all|more about)\b"
     r"|\b(?:can|could|would|will) (?:you|u) (?:please |pls )?(?:summari[sz]e|recap|sum\b|go over|walk me through|list|describe)"
@@ -205,10 +211,9 @@ TALK = re.compile(
 )
 
 
-_TELL_ME_VERBS = (
-    "tell", "give", "remind", "sum", "summari[sz]e", "recap", "list", "describe", "review", "go over", "go through",
-    "walk me", "run me", "take me", "fill me", "catch me", "provide", "share", "show", "repeat", "refresh", "jog",
-    "explain", "outline", "recount", "retell", "rehash", "spell out", "break down", "lay out", "write out",
+_TELL_ME_VERBS = _GO_OVER_VERBS + (
+    "tell", "give", "remind", "sum", "walk me", "run me", "take me", "fill me", "catch me", "provide", "share", "show",
+    "repeat", "refresh", "jog", "explain", "outline", "rehash", "spell out", "break down", "lay out", "write out",
     "pull up", "send", "make me", "read me", "play back", "put together", "write up", "draft",
 )
 """Verbs of an instruction to be told something, as they open a sentence."""
