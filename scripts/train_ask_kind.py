@@ -124,12 +124,13 @@ def main() -> None:
                     print(f"    wrong ({q.kind}, {q.family}) {q.text}")
             for key, oks in sorted(by.items()):
                 print(f"    {key[0]} {key[1]}: {np.mean(oks):.3f} of {len(oks)}")
-    args.out.write_text(json.dumps({
-        "about": "What a time question asks for: the whole range or content within it (engine/stores/diary/asking.py). "
-                 "Written by scripts/train_ask_kind.py; do not edit by hand.",
-        "models": models,
-    }, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {args.out}")
+    write_weights(args.out, models, about="What a time question asks for: the whole range or content within it "
+                  "(engine/stores/diary/asking.py). Written by scripts/train_ask_kind.py; do not edit by hand.")
+
+
+def write_weights(path: Path, models: dict, *, about: str) -> None:
+    path.write_text(json.dumps({"about": about, "models": models}, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

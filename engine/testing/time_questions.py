@@ -8,6 +8,8 @@ is trained on (scripts/train_ask_kind.py) and checked against (tests/test_ask_ki
 from __future__ import annotations
 
 import hashlib
+import json
+import random
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -31,6 +33,11 @@ class Question:
     @property
     def held_out(self) -> bool:
         return self.source.split(":")[0] in ("en.tsv", "zh.tsv") and held_out(self.text)
+
+    @property
+    def asks(self) -> bool:
+        """About our talk of that day (range, content), or a statement (only in the blind sets)."""
+        return self.kind != "statement"
 
 
 def held_out(text: str) -> bool:
@@ -58,3 +65,52 @@ def residual_of(text: str) -> str:
     from engine.timeparse import parse_time_ranges
 
     return residual(text, [e.span for e in parse_time_ranges(text, now=SPAN_NOW)], Names("", ""))
+
+
+# -- the blind sets of bench/time_probe/ -----------------------------------------------------------
+
+PROBE = Path(__file__).resolve().parents[2] / "bench" / "time_probe"
+TRAINED_SETS = tuple(range(1, 14))
+"""The blind sets `engine/stores/diary/asks_recall.json` is trained on; every later set is held out
+(a measure of phrasings neither the rules nor the model saw)."""
+HELD_OUT_SETS = (14,)
+PAST_DAYS = {
+    "en": (("yesterday", "Yesterday"), ("the day before yesterday", "The day before yesterday"), ("two days ago", "Two days ago"),
+           ("last Tuesday", "Last Tuesday"), ("on Sunday", "On Sunday"), ("on March 3", "On March 3"),
+           ("on the 18th", "On the 18th"), ("last night", "Last night")),
+    "zh": (("昨天", "昨天"), ("前天", "前天"), ("大前天", "大前天"), ("上周二", "上周二"), ("上星期五", "上星期五"),
+           ("3月3日", "3月3日"), ("18号", "18号"), ("昨晚", "昨晚")),
+}
+"""Names of a past day at `SPAN_NOW` that fill a template's {t} / {T} (mid-sentence, opening it)."""
+TOPICS = {
+    "en": ("pizza", "my sister", "the job interview", "hiking", "the new phone", "my cat", "that movie", "the trip",
+           "my boss", "the guitar"),
+    "zh": ("猫", "我姐", "面试", "爬山", "新手机", "那部电影", "旅行", "老板", "吉他", "火锅"),
+}
+
+
+def blind_set(n: int, *, fills: int = 2, folder: Path = PROBE) -> list[Question]:
+    """Set `n`'s templates, each filled `fills` times with past days and topics (the same every run)."""
+    path = folder / f"set{n}.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    rng = random.Random(n)
+    out = []
+    for lang in ("en", "zh"):
+        for kind in ("range", "content", "statement"):
+            for i, row in enumerate(data.get(lang, {}).get(kind, [])):
+                if not isinstance(row, dict) or not str(row.get("text", "")).strip():
+                    raise ValueError(f"{path}: {lang}.{kind}[{i}]: expected {{family, text}}, got {row!r}")
+                for _ in range(fills):
+                    mid, lead = rng.choice(PAST_DAYS[lang])
+                    text = row["text"].replace("{t}", mid).replace("{T}", lead).replace("{topic}", rng.choice(TOPICS[lang]))
+                    out.append(Question(lang, kind, str(row.get("family", "")), text, f"{path.name}: {lang}.{kind}[{i}]"))
+    return out
+
+
+def rules_answer(text: str) -> tuple[bool, bool]:
+    """(the message names a past range at `SPAN_NOW`, the word rules of `recall.py` answer from it)."""
+    from engine.stores.diary.recall import decide_for, past_ranges
+    from engine.timeparse import parse_time_ranges
+
+    ranges = past_ranges(text, parse_time_ranges(text, now=SPAN_NOW), SPAN_NOW)
+    return bool(ranges), bool(ranges) and decide_for(text, ranges, SPAN_NOW).use

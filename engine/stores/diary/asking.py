@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -26,6 +26,7 @@ from typing import Literal
 import numpy as np
 
 WEIGHTS = Path(__file__).with_name("ask_kind.json")
+RECALL_WEIGHTS = Path(__file__).with_name("asks_recall.json")
 
 AskKind = Literal["range", "content"]
 
@@ -53,6 +54,8 @@ class Model:
     weights: np.ndarray
     bias: float
     scale: float
+    thresholds: dict[str, float] = field(default_factory=dict)
+    """Where its probability decides, by name (`asks_recall.json`: flip_at)."""
 
 
 @lru_cache(maxsize=8)
@@ -68,12 +71,26 @@ def model_for(model_id: str, path: Path = WEIGHTS) -> Model | None:
     weights = np.asarray(row["weights"], dtype=np.float32)
     if weights.ndim != 1 or not weights.size:
         raise ValueError(f"{path}: models.{model_id}.weights must be a list of numbers")
-    return Model(model_id, weights, float(row["bias"]), float(row["scale"]))
+    thresholds = {str(k): float(v) for k, v in row.get("thresholds", {}).items()}
+    return Model(model_id, weights, float(row["bias"]), float(row["scale"]), thresholds)
 
 
-def probability_range(model: Model, vector: np.ndarray) -> float:
+def probability(model: Model, vector: np.ndarray) -> float:
     z = float(np.dot(np.asarray(vector, dtype=np.float32).ravel() * model.scale, model.weights)) + model.bias
     return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+
+def asks_recall(vector: np.ndarray | None, model_id: str) -> str:
+    """Why a message naming a past day that no word rule of `recall.py` answers still asks to
+    recall our talk of it: a model of the residual's embedding says so at p >= its `flip_at`
+    (chosen on blind sets left out of training). "" when it does not, or cannot (no vector, no row
+    for this embedder). It backs the rules up and never overrules one that fires: a question about
+    a day's facts ("5月4号的天气怎么样？") is answered from that day whatever it asks."""
+    model = model_for(model_id, RECALL_WEIGHTS) if vector is not None else None
+    if model is None or model.weights.size != np.asarray(vector).size:
+        return ""
+    p = probability(model, vector)
+    return f"asks to recall that day: p={p:.2f}" if p >= model.thresholds.get("flip_at", 2.0) else ""
 
 
 def has_content_words(text: str, cue: str) -> bool:
@@ -90,7 +107,7 @@ def ask_kind(vector: np.ndarray | None, model_id: str, *, has_content: bool) -> 
     residual holds words beyond the recall cue (the fallback's rule)."""
     model = model_for(model_id) if vector is not None else None
     if model is not None and model.weights.size == np.asarray(vector).size:
-        p = probability_range(model, vector)
+        p = probability(model, vector)
         return Asked("range" if p >= 0.5 else "content", f"asks for the whole range: p={p:.2f}", p >= SURE_OF_RANGE)
     # the words' rule is as sure as the design before the model (a range without content words
     # was digested when it did not fit)
@@ -98,4 +115,4 @@ def ask_kind(vector: np.ndarray | None, model_id: str, *, has_content: bool) -> 
                  not has_content)
 
 
-__all__ = ["AskKind", "Asked", "Model", "WEIGHTS", "ask_kind", "has_content_words", "model_for", "probability_range"]
+__all__ = ["AskKind", "Asked", "Model", "RECALL_WEIGHTS", "WEIGHTS", "ask_kind", "asks_recall", "has_content_words", "model_for", "probability"]

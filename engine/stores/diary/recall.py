@@ -218,6 +218,8 @@ class RecallDecision:
     use: bool
     cue: str
     """The words that made it a recall question ("" when none)."""
+    learned: str = ""
+    """Why the model of `asking.asks_recall` fired where no word rule did ("" when it did not)."""
 
 
 def spelled_out(message: str) -> str:
