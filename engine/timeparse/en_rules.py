@@ -53,12 +53,15 @@ def _rolling(m: re.Match[str], c: Ctx, out: Atoms) -> None:
         unit, n = "week", 2 * n
     elif not m.group("n") and unit != "hour" and (pre == "previous" or (pre == "last" and not m.group("the"))):
         return
-    if unit == "day" and re.sub(r"\s+", " ", m.group("n") or "").lower() in _COUPLE:
-        out.range(m, cal.calendar_days_back(c.now, 2), "rolling")  # the same rule as 这两天
+    # "the last few days" counts as vaguely as "lately": it gives way to a day the message names
+    count = re.sub(r"\s+", " ", m.group("n") or "").lower()
+    kind = "recent" if count in _COUPLE or count in _FEW else "rolling"
+    if unit == "day" and count in _COUPLE:
+        out.range(m, cal.calendar_days_back(c.now, 2), kind)  # the same rule as 这两天
     elif unit in ("month", "year"):
-        out.range(m, cal.rolling_months(c.now, n * (12 if unit == "year" else 1)), "rolling")
+        out.range(m, cal.rolling_months(c.now, n * (12 if unit == "year" else 1)), kind)
     else:
-        out.range(m, cal.rolling(c.now, timedelta(**{unit + "s": n})), "rolling")
+        out.range(m, cal.rolling(c.now, timedelta(**{unit + "s": n})), kind)
 
 
 def _recent(m: re.Match[str], c: Ctx, out: Atoms) -> None:

@@ -52,16 +52,18 @@ def _rolling(m: re.Match[str], c: Ctx, out: Atoms) -> None:
         return  # 这两天 is the idiom "these days" (rolling_vague), not literally 2
     if pre == "最近" and _near_not_recent(c.text, m.start()):
         return
+    # 这几天 / 最近几个月 count as vaguely as 最近: they give way to a day the message names
+    kind = "recent" if raw == "几" else "rolling"
     if unit in ("天", "日"):
-        out.range(m, cal.rolling(c.now, timedelta(days=n)), "rolling")
+        out.range(m, cal.rolling(c.now, timedelta(days=n)), kind)
     elif unit in ("小时", "钟头"):
-        out.range(m, cal.rolling(c.now, timedelta(hours=n)), "rolling")
+        out.range(m, cal.rolling(c.now, timedelta(hours=n)), kind)
     elif unit in ("周", "星期", "礼拜"):
-        out.range(m, cal.rolling(c.now, timedelta(weeks=n)), "rolling")
+        out.range(m, cal.rolling(c.now, timedelta(weeks=n)), kind)
     elif unit == "月":
-        out.range(m, cal.rolling_months(c.now, n), "rolling")
+        out.range(m, cal.rolling_months(c.now, n), kind)
     else:
-        out.range(m, cal.rolling_months(c.now, 12 * n), "rolling")
+        out.range(m, cal.rolling_months(c.now, 12 * n), kind)
 
 
 def _rolling_vague(m: re.Match[str], c: Ctx, out: Atoms) -> None:
@@ -74,9 +76,9 @@ def _rolling_vague(m: re.Match[str], c: Ctx, out: Atoms) -> None:
         # "a couple of days ago": the three calendar days before today.
         out.range(m, cal.couple_ago(c.tz, today, "day"), "few_days_ago")
     elif w == "这两天":
-        out.range(m, cal.calendar_days_back(c.now, 2), "rolling")
+        out.range(m, cal.calendar_days_back(c.now, 2), "recent")
     elif w in ("前些日子", "前阵子", "前段时间"):
-        out.range(m, cal.rolling(c.now, timedelta(days=30)), "rolling")
+        out.range(m, cal.rolling(c.now, timedelta(days=30)), "recent")
     else:
         out.range(m, cal.rolling(c.now, timedelta(days=7)), "recent")
 
