@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.stores.diary.asking import RECALL_WEIGHTS
-from engine.testing.time_questions import HELD_OUT_SETS, TRAINED_SETS, blind_set, load, residual_of, rules_answer
+from engine.testing.time_questions import HELD_OUT_SETS, TRAINED_SETS, blind_set, corpus, load, residual_of, rules_answer
 
 from train_ask_kind import NEAR_BENCH, NEAR_COPY, SCALE, bench_questions, embedders, fit, write_weights
 
@@ -38,20 +38,43 @@ FLIP_GRID = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99)
 STATEMENT_BUDGET = 0.005
 """Of the statements the rules rightly pass over, at most this share may the model turn into recalls:
 the rules alone fire on ~3 % of the left-out sets' statements, the issue's bar."""
-DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 
 
-def corpus(name: str, asks: bool) -> list[tuple[str, bool, str]]:
-    path = DATA / name
-    return [(line.strip(), asks, f"{name}:{n}") for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-            if line.strip() and not line.startswith("#")]
+RULES_ALONE = 1.01
+"""A threshold no probability reaches: the rules' own rates."""
 
 
-def rates(p: np.ndarray, asks: np.ndarray, ranged: np.ndarray, rules: np.ndarray, flip_at: float):
-    """(fired on messages that ask, fired on statements), rules with the model, over messages naming a range."""
-    fired = rules | (p >= flip_at)
-    ask, stmt = asks & ranged, ~asks & ranged
-    return float(fired[ask].mean()), float(fired[stmt].mean())
+def prob(x: np.ndarray, w: np.ndarray, b: float) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-(x @ w + b)))
+
+
+def fired(p: np.ndarray, rules: np.ndarray, flip_at: float) -> np.ndarray:
+    """The decision: the rules, and the model where they find no cue."""
+    return rules | (p >= flip_at)
+
+
+def rates(p: np.ndarray, asks: np.ndarray, ranged: np.ndarray, rules: np.ndarray, flip_at: float) -> tuple[float, float]:
+    """(fired on messages that ask, fired on statements), over messages naming a range."""
+    got = fired(p, rules, flip_at)
+    return float(got[asks & ranged].mean()), float(got[~asks & ranged].mean())
+
+
+def report_held_out(held: list, p: np.ndarray, ranged: np.ndarray, rules: np.ndarray, flip_at: float) -> None:
+    """The held-out sets' rates before and after the model, per language, and each message it gets wrong."""
+    asks = np.array([m.asks for m in held])
+    before, after = rates(p, asks, ranged, rules, RULES_ALONE), rates(p, asks, ranged, rules, flip_at)
+    print(f"  held-out sets {HELD_OUT_SETS}: questions fired {before[0]:.3f} -> {after[0]:.3f}, "
+          f"statements fired {before[1]:.3f} -> {after[1]:.3f} ({len(held)} messages)")
+    got = fired(p, rules, flip_at)
+    by = defaultdict(list)
+    for m, pm, r, f, g in zip(held, p, ranged, rules, got):
+        if not r:
+            continue
+        by[(m.lang, "questions" if m.asks else "statements")].append(g)
+        if g != m.asks:
+            print(f"    {'missed' if m.asks else 'fired on'} p={pm:.2f} rules={'yes' if f else 'no'} {m.source}: {m.text}")
+    for (lang, what), oks in sorted(by.items()):
+        print(f"    {lang} {what}: fired {np.mean(oks):.3f} of {len(oks)}")
 
 
 def main() -> None:
@@ -60,14 +83,15 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RECALL_WEIGHTS)
     args = parser.parse_args()
     fixed = [(q.text, True, q.source) for q in load() if not q.held_out]
-    fixed += corpus("diary_recall.txt", True) + corpus("diary_ordinary.txt", False)
+    fixed += [(t, asks, at) for name, asks in (("diary_recall.txt", True), ("diary_ordinary.txt", False))
+              for t, at in corpus(name)]
     sets = {n: blind_set(n) for n in TRAINED_SETS}
     held = [m for n in HELD_OUT_SETS for m in blind_set(n, fills=3)]
     rows = fixed + [(m.text, m.asks, m.source) for n in TRAINED_SETS for m in sets[n]]
     group = np.array([0] * len(fixed) + [n for n in TRAINED_SETS for _ in sets[n]])
     y = np.array([a for _, a, _ in rows], dtype=np.float64)
-    judged = [rules_answer(t) for t, _, _ in rows]
-    ranged, rules = np.array([r for r, _ in judged]), np.array([f for _, f in judged])
+    ranged, rules = np.array([rules_answer(t) for t, _, _ in rows]).reshape(-1, 2).T
+    held_ranged, held_rules = np.array([rules_answer(m.text) for m in held]).reshape(-1, 2).T
     benches = bench_questions()
     models = {}
     for embedder in embedders():
@@ -86,15 +110,15 @@ def main() -> None:
                 train = keep & (group != n)
                 w, b0 = fit(xs[train], y[train], lam)
                 part = group == n
-                out_of_set[lam][part] = 1.0 / (1.0 + np.exp(-(xs[part] @ w + b0)))
+                out_of_set[lam][part] = prob(xs[part], w, b0)
         scored = group > 0
         accuracy = {lam: float(((out_of_set[lam][scored] >= 0.5) == (y[scored] > 0.5)).mean()) for lam in LAMBDAS}
         lam = max(accuracy, key=lambda k: (accuracy[k], k))
         p, asks = out_of_set[lam][scored], y[scored] > 0.5
         rg, ru = ranged[scored], rules[scored]
         passed_over = ~asks & rg & ~ru
-        flip_at = min((t for t in FLIP_GRID if (p[passed_over] >= t).mean() <= STATEMENT_BUDGET), default=1.01)
-        before, after = rates(p, asks, rg, ru, 1.01), rates(p, asks, rg, ru, flip_at)
+        flip_at = min((t for t in FLIP_GRID if (p[passed_over] >= t).mean() <= STATEMENT_BUDGET), default=RULES_ALONE)
+        before, after = rates(p, asks, rg, ru, RULES_ALONE), rates(p, asks, rg, ru, flip_at)
         for t in FLIP_GRID:
             q, st = rates(p, asks, rg, ru, t)
             print(f"    left-out sets, fire at p >= {t}: questions fired {q:.3f}, statements fired {st:.3f}")
@@ -109,22 +133,7 @@ def main() -> None:
             "left_out_set_accuracy": round(accuracy[lam], 4),
         }
         if args.held_out and held:
-            ph = 1.0 / (1.0 + np.exp(-(h * SCALE @ w + b0)))
-            hj = [rules_answer(m.text) for m in held]
-            hr, hf = np.array([r for r, _ in hj]), np.array([f for _, f in hj])
-            ha = np.array([m.asks for m in held])
-            b4, af = rates(ph, ha, hr, hf, 1.01), rates(ph, ha, hr, hf, flip_at)
-            print(f"  held-out sets {HELD_OUT_SETS}: questions fired {b4[0]:.3f} -> {af[0]:.3f}, "
-                  f"statements fired {b4[1]:.3f} -> {af[1]:.3f} ({len(held)} messages)")
-            by = defaultdict(list)
-            for m, pp, r, f in zip(held, ph, hr, hf):
-                fired = f or pp >= flip_at
-                if r:
-                    by[(m.lang, "questions" if m.asks else "statements")].append(fired)
-                if r and fired != m.asks:
-                    print(f"    {'missed' if m.asks else 'fired on'} p={pp:.2f} rules={'yes' if f else 'no'} {m.source}: {m.text}")
-            for (lang, what), fired in sorted(by.items()):
-                print(f"    {lang} {what}: fired {np.mean(fired):.3f} of {len(fired)}")
+            report_held_out(held, prob(h * SCALE, w, b0), held_ranged, held_rules, flip_at)
     write_weights(args.out, models, about="Whether a message naming a past day asks to recall our talk of it "
                   "(engine/stores/diary/asking.py, asks_recall). Written by scripts/train_asks_recall.py; do not edit by hand.")
 

@@ -5,14 +5,18 @@ build_prompt."""
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from engine.stores.diary.asking import asks_recall, model_for, RECALL_WEIGHTS
+from engine.stores.diary.asking import RECALL_WEIGHTS, asks_recall, model_for
+from engine.testing.serve import copy_demo
 from engine.testing.time_questions import HELD_OUT_SETS, blind_set, residual_of, rules_answer
+
+from demo_data import diary_only_config
 
 QUESTIONS_FIRED_BOUND = 0.98
 STATEMENTS_FIRED_BOUND = 0.03
@@ -48,23 +52,25 @@ def test_without_a_vector_or_a_trained_row_the_rules_decide_alone(vector, model_
     assert asks_recall(vector, model_id) == ""
 
 
+def test_a_row_without_its_threshold_names_the_file(tmp_path):
+    path = tmp_path / "asks_recall.json"
+    path.write_text(json.dumps({"models": {"m": {"weights": [0.1] * 8, "bias": 0.0, "scale": 10.0}}}), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"asks_recall\.json: models\.m\.thresholds\.flip_at"):
+        asks_recall([0.1] * 8, "m", path=path)
+
+
 TZ = ZoneInfo("Asia/Shanghai")
 NOW = datetime(2026, 11, 25, 20, 0, tzinfo=TZ)
 
 
 @pytest.fixture
 def diary_of_two_days(tmp_path, embedder):
-    """A user who talked of a concert two days ago and of cooking on other days."""
-    from engine.config import load_config
+    """The demo character, the diary alone: a user who talked of a concert two days ago and of
+    cooking on other days."""
     from engine.orchestrator import MemoryOrchestrator
 
-    folder = tmp_path / "agents" / "mei"
-    folder.mkdir(parents=True)
-    (folder / "character.yaml").write_text(
-        "name: Mei\nuser_name: Lin\nsettings: a friend\nconfig:\n  language: en\n  timezone: Asia/Shanghai\n", encoding="utf-8")
-    config = load_config(overrides={"data_dir": str(tmp_path), "llm": {"backend": "none"}, "language": "en",
-                                    "timezone": "Asia/Shanghai"}, env={})
-    orch = MemoryOrchestrator.from_config("mei", config=config, embedder=embedder)
+    copy_demo(tmp_path)
+    orch = MemoryOrchestrator.from_config("xiaoyue", config=diary_only_config(tmp_path), embedder=embedder)
     for d in (9, 6, 4):
         orch.record_turn("I tried a new curry recipe tonight", "Sounds tasty!", user_id="u", at=NOW - timedelta(days=d),
                          turn_id=f"c{d}")
@@ -93,8 +99,7 @@ def _day_lines(result) -> list[str]:
     ("*walks in soaked* the storm two days ago flooded my whole street, can I crash here?", False),
 ])
 def test_through_build_prompt(diary_of_two_days, message, asks):
-    result = diary_of_two_days.build_prompt(message, user_id="u", now=NOW)
-    lines = _day_lines(result)
+    lines = _day_lines(diary_of_two_days.build_prompt(message, user_id="u", now=NOW))
     if asks:
         assert any("favourite song" in t for t in lines) and any("noodles" in t for t in lines), lines
     else:

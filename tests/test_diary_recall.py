@@ -4,27 +4,24 @@ genuine questions about past turns must. Prints the rates; bounds them loosely."
 from __future__ import annotations
 
 from datetime import datetime
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 
 from engine.stores.diary.recall import decide_for, past_ranges, recall_cue
+from engine.testing.time_questions import corpus, rules_answer
 from engine.timeparse import parse_time_ranges
 
-DATA = Path(__file__).parent / "data"
 TZ = ZoneInfo("Asia/Shanghai")
 NOW = datetime(2026, 11, 22, 15, 30, tzinfo=TZ)
 
 
 def _lines(name: str) -> list[str]:
-    text = (DATA / name).read_text(encoding="utf-8")
-    return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+    return [text for text, _ in corpus(name)]
 
 
 def _fires(message: str, *, require_cue: bool = True) -> bool:
-    ranges = past_ranges(message, parse_time_ranges(message, now=NOW), NOW)
-    return decide_for(message, ranges, NOW, require_cue=require_cue).use
+    return rules_answer(message, now=NOW, require_cue=require_cue)[1]
 
 
 def test_false_trigger_and_recall_rates():

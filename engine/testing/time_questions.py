@@ -107,10 +107,20 @@ def blind_set(n: int, *, fills: int = 2, folder: Path = PROBE) -> list[Question]
     return out
 
 
-def rules_answer(text: str) -> tuple[bool, bool]:
-    """(the message names a past range at `SPAN_NOW`, the word rules of `recall.py` answer from it)."""
+def rules_answer(text: str, *, now: datetime = SPAN_NOW, require_cue: bool = True) -> tuple[bool, bool]:
+    """(the message names a past range at `now`, the word rules of `recall.py` answer from it)."""
     from engine.stores.diary.recall import decide_for, past_ranges
     from engine.timeparse import parse_time_ranges
 
-    ranges = past_ranges(text, parse_time_ranges(text, now=SPAN_NOW), SPAN_NOW)
-    return bool(ranges), bool(ranges) and decide_for(text, ranges, SPAN_NOW).use
+    ranges = past_ranges(text, parse_time_ranges(text, now=now), now)
+    return bool(ranges), bool(ranges) and decide_for(text, ranges, now, require_cue=require_cue).use
+
+
+CORPORA = DATA.parent
+"""tests/data/: the decision corpora (diary_recall.txt, diary_ordinary.txt), one message per line."""
+
+
+def corpus(name: str) -> list[tuple[str, str]]:
+    """A corpus's messages, each with its file:line ('#' lines are comments)."""
+    lines = (CORPORA / name).read_text(encoding="utf-8").splitlines()
+    return [(line.strip(), f"{name}:{n}") for n, line in enumerate(lines, 1) if line.strip() and not line.startswith("#")]

@@ -18,7 +18,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta, tzinfo
+from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,7 +33,7 @@ from engine.stores.diary.people import about_someone, names_participant
 from engine.stores.diary.question import (
     Names, is_small_talk, message_vector, piece_vector, residual, search_text, side_of,
 )
-from engine.stores.diary.recall import RecallDecision, before_today, decide_for, is_question, past_ranges, recall_cue
+from engine.stores.diary.recall import RecallDecision, decide_for, is_question, names_past_day, past_ranges, recall_cue
 from engine.stores.diary.render import (
     MIN_LINE_TOKENS, NOTE_RESERVE, STORE, RangeTurns, digest_hits, fmt_range, half_tokens, omitted_hit, omitted_note, raw_hits,
     search_hits,
@@ -97,14 +97,10 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
         ranges = [(e, r) for e, r in ranges if e.kind != "recent"]
     names_of = (names.user, names.char)
     decision = decide_for(query.message, ranges, now, require_cue=config.require_recall_cue, names=names_of)
-    rest = residual(query.message, [e.span for e in expressions], names)
-    # The model learned from past days named ("what did we cover on Sunday"); today is still under
-    # way, and a longer range is asked of our lives more loosely ("what happened in the news last
-    # month"): both are left to the rules.
-    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    if not decision.use and config.require_recall_cue and any(
-            e.end - e.start <= timedelta(days=1) and before_today(start, stop, today) for e, (start, stop) in ranges):
-        learned = asks_recall(piece_vector(query, rest), how.model_id)
+    # what the message asks besides its time words: read by both models of `asking.py`
+    rest_vector = piece_vector(query, residual(query.message, [e.span for e in expressions], names))
+    if not decision.use and config.require_recall_cue and names_past_day(ranges, now):
+        learned = asks_recall(rest_vector, how.model_id)
         if learned:
             decision = RecallDecision(True, "", learned)
     vector = message_vector(query)
@@ -134,7 +130,7 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
         whole = False
         found: list[SearchHit] | None = None  # the search's hits, once the range's ranking has run it
         if decision.use:
-            asked = ask_kind(piece_vector(query, rest), how.model_id, has_content=has_content_words(text, decision.cue))
+            asked = ask_kind(rest_vector, how.model_id, has_content=has_content_words(text, decision.cue))
             at_most = budget // MIN_LINE_TOKENS  # more turns than this cannot fit: no need to read them
             # Only a recap surely asked shows a range too long for its turns whole (as digests).
             cands, own, parts, span = _range_candidates(source, tz, ranges, decision, vector,
@@ -291,7 +287,7 @@ def _range_candidates(source: DiarySource, tz: tzinfo, ranges, decision, vector,
             why = f'expression "{expr.text}" → {desc}, {n} turns'
             if clipped:
                 why += f" (up to now, {stop.astimezone(tz):%Y-%m-%d %H:%M})"
-            why += f', recall cue "{decision.cue}"' if decision.cue else f", {decision.learned}" if decision.learned else ""
+            why += f", {decision.why}" if decision.why else ""
             return why + dropped
 
         turns = source.span(lo, last + 1, vector, reason)

@@ -80,17 +80,20 @@ def probability(model: Model, vector: np.ndarray) -> float:
     return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
 
-def asks_recall(vector: np.ndarray | None, model_id: str) -> str:
+def asks_recall(vector: np.ndarray | None, model_id: str, *, path: Path = RECALL_WEIGHTS) -> str:
     """Why a message naming a past day that no word rule of `recall.py` answers still asks to
     recall our talk of it: a model of the residual's embedding says so at p >= its `flip_at`
     (chosen on blind sets left out of training). "" when it does not, or cannot (no vector, no row
     for this embedder). It backs the rules up and never overrules one that fires: a question about
     a day's facts ("5月4号的天气怎么样？") is answered from that day whatever it asks."""
-    model = model_for(model_id, RECALL_WEIGHTS) if vector is not None else None
+    model = model_for(model_id, path) if vector is not None else None
     if model is None or model.weights.size != np.asarray(vector).size:
         return ""
+    flip_at = model.thresholds.get("flip_at")
+    if flip_at is None:
+        raise ValueError(f"{path}: models.{model_id}.thresholds.flip_at is missing")
     p = probability(model, vector)
-    return f"asks to recall that day: p={p:.2f}" if p >= model.thresholds.get("flip_at", 2.0) else ""
+    return f"asks to recall that day: p={p:.2f}" if p >= flip_at else ""
 
 
 def has_content_words(text: str, cue: str) -> bool:

@@ -221,6 +221,11 @@ class RecallDecision:
     learned: str = ""
     """Why the model of `asking.asks_recall` fired where no word rule did ("" when it did not)."""
 
+    @property
+    def why(self) -> str:
+        """For a range's reason: the cue as written, or the model's word ("" when neither)."""
+        return f'recall cue "{self.cue}"' if self.cue else self.learned
+
 
 def spelled_out(message: str) -> str:
     """`message` with chat spellings written out (`CHAT_SPELLINGS`), for the cues that need no spans."""
@@ -317,6 +322,16 @@ def decide_for(message: str, ranges: Sequence[tuple[TimeExpression, tuple[dateti
     return decide(message, has_past_range=bool(ranges), require_cue=require_cue,
                   past_spans=[span for span, long in past if not long], long_spans=[span for span, long in past if long],
                   names=names)
+
+
+def names_past_day(ranges: Sequence[tuple[TimeExpression, tuple[datetime, datetime]]], now: datetime) -> bool:
+    """Some range is a day or less and lies before today: what the model of `asking.asks_recall`
+    learned from ("what did we cover on Sunday"). Today is still under way, and a longer range is
+    asked of our lives more loosely ("what happened in the news last month"): both are left to the
+    rules."""
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    return any(expr.end - expr.start <= timedelta(days=1) and before_today(start, stop, today)
+               for expr, (start, stop) in ranges)
 
 
 def decide(message: str, *, has_past_range: bool, require_cue: bool = True,
