@@ -337,6 +337,19 @@ def test_false_trigger_and_recall_rates():
         ("remind me what we said on Thursday", True),
         ("I watched the movie you suggested on Saturday. What should I watch next?", False),
         ("你推荐的那部剧我周五看完了，下一部看啥？", False),
+        # Blind set 15 (role-play users): news told as a riddle ("guess who…", 猜猜) and 记得 as a
+        # reminder of something to do ("remember to") ask nothing of the day they name; 记得 with a
+        # question, or in a clause naming the day, still recalls
+        ("Guess who got promoted on Friday? Me!!", False),
+        ("*bounces* guess where I went on Saturday?? the aquarium!", False),
+        ("猜猜我上周六在商场碰见谁了？我高中班主任！", False),
+        ("记得明天早点叫醒我，周一我就迟到了", False),
+        ("下次记得提醒我带伞，昨天淋成落汤鸡", False),
+        ("*揉眼睛* 一定记得按时吃饭哦，前天你就忘了", False),
+        ("记得昨天我跟你说的那本书吗", True),
+        ("记得上周我说的那家店，叫啥来着", True),
+        ("记得带伞。还记得昨天我们聊的吗", True),
+        ("记得昨天我说的那首歌，你觉得好听吗", True),
     ],
     ids=lambda v: str(v),
 )

@@ -38,7 +38,7 @@ from engine.stores.diary.recall_cues import (
     ZH_MEMORY, ZH_PAST_QUESTION, EN_MEMORY, EN_PAST_QUESTION, ZH_REQUEST,
     EN_REQUEST, ZH_QUESTION, ZH_INDIRECT, ZH_FINAL_NE, ZH_STILL,
     EN_QUESTION, TOLD, TALK, ASKING, ABOUT_NOW,
-    BACK_REFERENCE, MY_DOING, CHAT_SPELLINGS, CHAT_WORD, WHAT_NEXT, RECAP_WISH, WE_TALKED,
+    BACK_REFERENCE, MY_DOING, CHAT_SPELLINGS, CHAT_WORD, WHAT_NEXT, RECAP_WISH, WE_TALKED, ZH_REMINDER,
 )
 
 if TYPE_CHECKING:
@@ -261,13 +261,24 @@ def _stripped(message: str, start: int, end: int) -> tuple[str, int]:
 _CUES = (ZH_MEMORY, EN_MEMORY, ZH_PAST_QUESTION, EN_PAST_QUESTION, ZH_REQUEST, EN_REQUEST)
 
 
-def _cue(message: str, spelled: str) -> tuple[str, int]:
-    """The recall words as written and where they start (("", -1) when none)."""
+def _cue(message: str, spelled: str, spans: Sequence[tuple[int, int]] = ()) -> tuple[str, int]:
+    """The recall words as written and where they start (("", -1) when none); a reminder
+    (`ZH_REMINDER`) is none unless its clause holds one of `spans`, the past times."""
     for pattern in _CUES:
-        m = pattern.search(spelled)
-        if m:
-            return _as_written(message, spelled, m)
+        for m in pattern.finditer(spelled):
+            words, at = _as_written(message, spelled, m)
+            if not _reminder(message, at, spans):
+                return words, at
     return "", -1
+
+
+def _reminder(message: str, at: int, spans: Sequence[tuple[int, int]]) -> bool:
+    """Whether the memory word at `at` opens its clause as a reminder that names no past time."""
+    clause = next((c for c in _CLAUSE.finditer(message) if c.start() <= at < c.end()), None)
+    if clause is None or _holds(clause, spans):
+        return False
+    m = ZH_REMINDER.match(message, clause.start())
+    return m is not None and at < m.end()
 
 
 def recall_cue(message: str) -> str:
@@ -346,7 +357,7 @@ def decide(message: str, *, has_past_range: bool, require_cue: bool = True,
     message = _cjk_breaks(_unquoted(message))
     spelled = spelled_out(message)
     spans = [*past_spans, *long_spans]
-    cue, at = _cue(message, spelled)
+    cue, at = _cue(message, spelled, spans)
     if cue and not _cue_reaches(message, at, spans):
         cue = ""
     if cue or not require_cue:

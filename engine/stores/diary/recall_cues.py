@@ -31,10 +31,14 @@ ZH_MEMORY = re.compile(
     r"(接着|继续)[^，。！？,.!?]{0,8}(聊|话题)|(^|[，。！？,.!?\s]|你|请)(接着|继续)(讲|说)(?![了服明过])|再(聊聊|说说|讲讲)|那个话题|"
     r"(跟|和|对|给)你(说|讲|提|聊|吐槽|抱怨|倾诉|推荐)(的|过)"
 )
+# 记得 opening a clause that asks nothing is a reminder of something to do, as "remember to" is
+# ("记得明天早点叫我起床，上星期五我睡过头了", "下次记得带伞"): unless its clause names the past day
+# ("记得昨天我说的那本书，…"), its memory word asks nothing of the past. Matched at a clause's start.
+ZH_REMINDER = re.compile(r"\W*(?:下次|一定|千万|务必|要|请|你要)?记得(?![^，。！？,.!?；;]*(?:吗|么|嘛|没|啥|谁|哪|几|多少|来着|[?？]))")
 # A question about what I / we did: subject, a past marker, then a question word.
 # I / we as who did it: not after 你说 / 你觉得 (asking an opinion: "你说我是不是上火了"), 问 (someone
-# asked me) or 是 (是我太小气了吗).
-_WE = r"(?<!你说)(?<!觉得)(?<!说明)(?<!证明)(?<!以为)(?<!感觉)(?<![问是想陪等怪])(?:我|我们|咱们|咱)"
+# asked me), 是 (是我太小气了吗) or 猜 (news told as a riddle: "猜猜我上周碰见谁了").
+_WE = r"(?<!你说)(?<!觉得)(?<!说明)(?<!证明)(?<!以为)(?<!感觉)(?<![问是想陪等怪猜])(?:我|我们|咱们|咱)"
 ZH_PAST_QUESTION = re.compile(
     _WE + r"(?:[^，。！？,.!?]{0,10}(?<!忘)了|[^，。！？,.!?]{1,10}(?<![能会以得])过)[^，。！？,.!?]{0,8}"
     r"(什么|啥|哪|(?<![好十])几|谁|多少|怎么样|吗|么|没(?:有)?(?=[，。！？,.!?\s]|$)|呢|\?|？)"
@@ -258,8 +262,9 @@ ABOUT_NOW = re.compile(
     # the character's own day ("你昨天过得怎么样", "昨晚的球赛你看了吗", "你假期干嘛了", "你去年过年咋过的",
     # "what did you get up to yesterday", "what was yesterday like for you")
     r"|(?<![跟和对给向问把])你[^，。！？,.!?]{0,8}?(了吗|了没|过得|咋过|怎么过|是不是|干嘛|干啥|做什么|做啥|在干|会[^，。！？,.!?]{0,6}吗|有没有|想我|无聊)"
-    # a storyteller's opener: "Guess what I did on Wednesday?", "你猜我昨天遇到谁了"
-    r"|\bguess what\b|你猜|\bwhat did you (get up to|do)\b|\bwhat were you up to\b|\bwhat was \w+(?: \w+)? like for you\b|\bwhat was your \w+(?: \w+)? like\b"
+    # a storyteller's opener, news told as a riddle: "Guess what I did on Wednesday?", "你猜我昨天遇到谁了",
+    # "Guess who passed their driving test on Tuesday? THIS GIRL.", "猜猜谁上周二考过驾照了？"
+    r"|\bguess (what|who|where|how|which)\b|\bnever guess\b|你猜|猜猜|\bwhat did you (get up to|do)\b|\bwhat were you up to\b|\bwhat was \w+(?: \w+)? like for you\b|\bwhat was your \w+(?: \w+)? like\b"
     # a guess at a cause ("是不是昨晚喝水太多"), a rhetorical or general question ("Wasn't last
     # night's finale awful?", "What does that usually mean?"), why someone else did something
     r"|^\s*(是不是|会不会|难道)|\b(wasn'?t|isn'?t|weren'?t|aren'?t)\s+(it|that|this|the|last|those)\b"
