@@ -350,6 +350,15 @@ def test_false_trigger_and_recall_rates():
         ("记得上周我说的那家店，叫啥来着", True),
         ("记得带伞。还记得昨天我们聊的吗", True),
         ("记得昨天我说的那首歌，你觉得好听吗", True),
+        # have / had before my / your / our is the verb, not a question's auxiliary; what can still
+        # be done (还能, 我能…吗) asks about now
+        ("Had my first driving lesson on Monday, I think it went ok??", False),
+        ("had our team offsite on Friday, so tired", False),
+        ("昨天买的蛋糕还能吃吗", False),
+        ("前天借的书还能续借吗", False),
+        ("前天那场大雪把我的车埋了，我能先在你这住两天吗", False),
+        ("Did my parcel arrive on Monday? I was out all day", True),
+        ("你还能想起来昨天我说的吗", True),
     ],
     ids=lambda v: str(v),
 )

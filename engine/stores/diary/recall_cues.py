@@ -152,9 +152,11 @@ ZH_STILL = re.compile(r"着呢\s*$|[还可真][^，。！？,.!?]*呢\s*$")
 EN_QUESTION = re.compile(
     r"\?|^\s*(?:(?:so|and|ok|okay|well|hey|but|then)\b,?\s+)?"
     r"(?:(what(?!\s+an?\b)|whats|wheres|whos|when|where|who|whom|whose|which|why|how|any idea)\b"
-    # an auxiliary opens a question only before its subject ("Had the worst date of my life" is not)
-    r"|(did|do|does|was|were|is|are|can|could|have|had|didn'?t|don'?t|wasn'?t|weren'?t|haven'?t|hadn'?t)"
-    r"\s+(i|you|we|he|she|they|it|that|this|there|my|your|our)\b)"
+    # an auxiliary opens a question only before its subject ("Had the worst date of my life" is not);
+    # have / had before my / your / our is the verb ("had my exam on the 18th, i think i did ok??")
+    r"|(did|do|does|was|were|is|are|can|could|didn'?t|don'?t|wasn'?t|weren'?t)"
+    r"\s+(i|you|we|he|she|they|it|that|this|there|my|your|our)\b"
+    r"|(have|had|haven'?t|hadn'?t)\s+(i|you|we|he|she|they|it|that|this|there)\b)"
     # or a question put after a clause ("yesterday you recommended a show, whats it called")
     r"|[,;.:\-–—]\s*(?:what|where|who|which)\s+(?:was|were|did)\s+(?:it|that|this|they|he|she|the|his|her|your|my|our)\b"
     r"|[,;.:\-–—]\s*(?:what|which)(?:'?s|\s+is)\s+(?:it|that|this|the\s+\w+)\s+(?:called|named|again)\b",
@@ -248,7 +250,9 @@ ASKING = re.compile(
 # a past time fired 14 % of the time on "a question + a past day" before this, mostly these.
 ABOUT_NOW = re.compile(
     r"(?<![跟和对给向问])你(平时|平常|一般|喜欢|爱|觉得|认为|说|会|能|要|想|呢|吃过|看过|去过|玩过|听过|用过|知道|有没有|是不是|还好|最近|现在|今天)"
-    r"|我(是不是|该不该|该|应该|要不要|能不能|会不会|可以)|今年|现在|今天|明天|以后|怎么办|咋办|咋整|好不好|行不行|对不对|正常吗"
+    r"|我(是不是|该不该|该|应该|要不要|能不能|会不会|可以|能(?!不))|今年|现在|今天|明天|以后|怎么办|咋办|咋整|好不好|行不行|对不对|正常吗"
+    # what can still be done ("昨天朋友来我家玩了，周末还能带她去哪", "昨晚那场暴雨…，我能在你这躲躲吗")
+    r"|还能"
     # how the character felt about what I did ("昨天是不是让你等久啦")
     r"|让你[^，。！？,.!?]{0,4}?(等|担心|失望|难过|生气|伤心|不开心|操心)"
     r"|\b(do|does|are|would|will|can|could|should|have) you\b|\bhow are you\b|\bhow('s|\s+is|\s+was)\s+your\b"
