@@ -35,6 +35,7 @@ import numpy as np
 from engine.adapters.embedder import Embedder
 from engine.config import RetrievalConfig
 from engine.fifo import FifoGate
+from engine.runtime import configure_this_thread
 from engine.stores.base import Hit, Message, Query, Store
 
 log = logging.getLogger(__name__)
@@ -277,6 +278,7 @@ class Lane:
                 self._queue.put(None)
 
     def _work(self) -> None:
+        configure_this_thread()
         while True:
             call = self._queue.get()
             if call is None:

@@ -27,6 +27,10 @@ ms with 1,000; alone 33 -> 36.5 ms. In a quick probe (p50 / p90 beside the other
 alone at 33 ms but gave 82 / 90 ms, 10,000 129 / 141 ms."""
 
 
+_faiss_threads: int | None = None
+"""The FAISS thread count `configure_threads` chose (None: not called, the host's choice stands)."""
+
+
 def configure_threads(*, faiss_threads: int = 1, blas_threads: int = 1) -> None:
     """Thread settings for serving memory: faiss searches on `faiss_threads` OpenMP threads, and
     numpy's (and faiss's) BLAS on `blas_threads`; idle OpenMP workers spin briefly
@@ -36,25 +40,41 @@ def configure_threads(*, faiss_threads: int = 1, blas_threads: int = 1) -> None:
 
     Kioku's faiss searches are single small flat scans per prompt, where a second OpenMP thread
     only adds synchronisation (measured ~3x slower with the default of one thread per core), and
-    prompts already run in parallel on their own threads. (OpenMP keeps the thread count per
-    thread, so this sets the calling thread's; a one-vector search, all a prompt makes, took the
-    same time in another thread: 0.047 ms HNSW, 0.28 ms flat.) Its BLAS calls are small matrix-vector
+    prompts already run in parallel on their own threads. OpenMP keeps the thread count per
+    thread: this sets the calling thread's, and the threads kioku starts take it
+    (`configure_this_thread`). Its BLAS calls are small matrix-vector
     products, and after each one OpenBLAS's idle workers spin for a while on every core, taking
     them from the embedding model: the embedding call right after a diary search took 58.7 ms
     against 37.4 ms after nothing, and 32.1 ms with one BLAS thread (100,000-turn diary, 2 cores).
     Calling it again is harmless."""
     if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
         os.environ["GOMP_SPINCOUNT"] = OPENMP_SPIN_COUNT
+    global _faiss_threads
+    _faiss_threads = faiss_threads
+    configure_this_thread()
+    from threadpoolctl import threadpool_limits
+
+    # Not used as a context manager: the limits stay for the life of the process.
+    threadpool_limits(limits=blas_threads, user_api="blas")
+
+
+def configure_this_thread() -> None:
+    """Give the calling thread the FAISS thread count `configure_threads` chose; the threads kioku
+    starts that search (the prompt's store lanes, query expansion's lookups, the journal's workers,
+    the term catch-up) call it first. OpenMP keeps the count per thread: a thread started later
+    searched on one OpenMP thread per core, and the idle workers spun with libgomp's default
+    count, since `kioku serve` loads FAISS with the engine, before `configure_threads` sets the
+    spin count. `bench/bench_prompt.py` at 100,000 turns, the engine's own work on "上个月我都干了
+    什么": 17.6-18.3 ms with the lanes on two FAISS threads, 15.2-15.6 ms on one. Does nothing when
+    `configure_threads` was not called (the host application's choice stands)."""
+    if _faiss_threads is None:
+        return
     try:
         import faiss
     except ImportError:  # pragma: no cover - faiss-cpu is a dependency; nothing to configure without it
         log.debug("faiss is not installed; no thread count to set")
     else:
-        faiss.omp_set_num_threads(faiss_threads)
-    from threadpoolctl import threadpool_limits
-
-    # Not used as a context manager: the limits stay for the life of the process.
-    threadpool_limits(limits=blas_threads, user_api="blas")
+        faiss.omp_set_num_threads(_faiss_threads)
 
 
 def raise_open_file_limit() -> None:

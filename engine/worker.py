@@ -20,6 +20,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from engine.runtime import configure_this_thread
+
 log = logging.getLogger(__name__)
 
 
@@ -133,6 +135,7 @@ class Worker:
                 return task
 
     def _run(self) -> None:
+        configure_this_thread()
         while (task := self._next()) is not None:
             try:
                 task.fn()

@@ -279,6 +279,24 @@ def test_configure_threads_is_where_faiss_and_blas_threads_are_set():
     assert out == ["2", "2", "[2]", "1", "[1]"]
 
 
+def test_the_threads_kioku_starts_search_on_the_faiss_thread_count_configure_threads_chose():
+    """OpenMP keeps the thread count per thread: a prompt's store lane, query expansion's lookups
+    and the journal's workers searched on one FAISS thread per core, whose idle workers spun on the
+    cores the rest of the prompt needed. Each takes the count configure_threads() chose."""
+    code = (
+        "import faiss, engine.runtime, engine.retrieval as r, engine.search.rank as k, engine.worker as w; "
+        "engine.runtime.configure_threads(faiss_threads=1); "
+        "lane = r.Lane('t', size=1, stuck_limit=1); "
+        "call = lane.start(lambda: r._Answer(faiss.omp_get_max_threads(), None, (), 0.0)); "
+        "seen = []; worker = w.Worker(); worker.submit('n', lambda: seen.append(faiss.omp_get_max_threads())); "
+        "worker.flush(10); "
+        "print(lane.wait(call, 10).hits, k._NEAR_TERMS.submit(faiss.omp_get_max_threads).result(), seen[0])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "2"}).stdout.split()
+    assert out == ["1", "1", "1"]
+
+
 @pytest.mark.parametrize("env, expected", [
     ({}, OPENMP_SPIN_COUNT),  # short spins: another process (a second worker) embeds on the same cores
     ({"GOMP_SPINCOUNT": "50000"}, "50000"),  # the operator's choice stands

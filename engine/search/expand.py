@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.runtime import configure_this_thread
 from engine.search.contexts import CHUNK as CONTEXT_CHUNK
 from engine.search.text import is_content
 from engine.search.vectors import TurnGraph, VectorFile
@@ -163,6 +164,8 @@ class BackgroundTerms:
 
     def _run(self) -> None:
         from engine.errors import EmbedderError
+
+        configure_this_thread()
 
         embedded = 0
         try:

@@ -27,6 +27,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from engine.runtime import configure_this_thread
 from engine.search.base import SIDES, SearchHit, SearchRequest
 from engine.search.lexical import COMMON_WORD_AGREEMENT
 from engine.search.ranked import RankedIndex
@@ -132,7 +133,8 @@ def _rank(ix: RankedIndex, req: SearchRequest, q_terms: list[str], content: set[
     return select(ix, req, cand, score, eligible, first, core, range_mask, lu, du, vecs, q_terms, content)
 
 
-_NEAR_TERMS = futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="kioku-near-terms")
+_NEAR_TERMS = futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="kioku-near-terms",
+                                         initializer=configure_this_thread)
 """The nearest-term lookups of query expansion run here while the search's own thread scores
 BM25 and the turn graph (the word expansion's) or reads the candidates' vectors (the context
 expansion's, which needs the candidates): FAISS and numpy leave the GIL, and on a cold CPU cache
