@@ -1,7 +1,7 @@
 """Train whether a message that names a past day asks to recall our talk of it
 (engine/stores/diary/asking.py, `asks_recall`): a logistic regression per packaged embedding model
-over the residual's embedding (the message without its time words and names), written with its two
-threshold to engine/stores/diary/asks_recall.json.
+over the residual's embedding (the message without its time words and names), written with its
+threshold (`flip_at`) to engine/stores/diary/asks_recall.json.
 
     PYTHONPATH=. .venv/bin/python scripts/train_asks_recall.py [--held-out]
 

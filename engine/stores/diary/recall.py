@@ -327,9 +327,7 @@ def decide_for(message: str, ranges: Sequence[tuple[TimeExpression, tuple[dateti
                require_cue: bool = True, names: Sequence[str] = ()) -> RecallDecision:
     """`decide` for a message's `past_ranges`: the spans of those that lie before today. `names`:
     the user's and the character's (they count as one of us)."""
-    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    past = [(expr.span, expr.end - expr.start >= LONG_RANGE) for expr, (start, stop) in ranges
-            if before_today(start, stop, today)]
+    past = [(expr.span, expr.end - expr.start >= LONG_RANGE) for expr in _before_today(ranges, now)]
     return decide(message, has_past_range=bool(ranges), require_cue=require_cue,
                   past_spans=[span for span, long in past if not long], long_spans=[span for span, long in past if long],
                   names=names)
@@ -340,9 +338,13 @@ def names_past_day(ranges: Sequence[tuple[TimeExpression, tuple[datetime, dateti
     learned from ("what did we cover on Sunday"). Today is still under way, and a longer range is
     asked of our lives more loosely ("what happened in the news last month"): both are left to the
     rules."""
+    return any(expr.end - expr.start <= timedelta(days=1) for expr in _before_today(ranges, now))
+
+
+def _before_today(ranges: Sequence[tuple[TimeExpression, tuple[datetime, datetime]]], now: datetime) -> list[TimeExpression]:
+    """The expressions of `past_ranges` whose clipped range lies before today (`before_today`)."""
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    return any(expr.end - expr.start <= timedelta(days=1) and before_today(start, stop, today)
-               for expr, (start, stop) in ranges)
+    return [expr for expr, (start, stop) in ranges if before_today(start, stop, today)]
 
 
 def decide(message: str, *, has_past_range: bool, require_cue: bool = True,

@@ -33,7 +33,8 @@ ZH_MEMORY = re.compile(
 )
 # 记得 opening a clause that asks nothing is a reminder of something to do, as "remember to" is
 # ("记得明天早点叫我起床，上星期五我睡过头了", "下次记得带伞"): unless its clause names the past day
-# ("记得昨天我说的那本书，…"), its memory word asks nothing of the past. Matched at a clause's start.
+# ("记得昨天我说的那本书，…"), its memory word asks nothing of the past. Matched at a clause's start
+# (the leading \W* passes a role-play action, blanked by `recall._unquoted`: "*揉眼睛* 一定记得…").
 ZH_REMINDER = re.compile(r"\W*(?:下次|一定|千万|务必|要|请|你要)?记得(?![^，。！？,.!?；;]*(?:吗|么|嘛|没|啥|谁|哪|几|多少|来着|[?？]))")
 # A question about what I / we did: subject, a past marker, then a question word.
 # I / we as who did it: not after 你说 / 你觉得 (asking an opinion: "你说我是不是上火了"), 问 (someone
