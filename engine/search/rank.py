@@ -22,6 +22,7 @@ rest may follow by score (a multi-part question's other parts rarely share its w
 
 from __future__ import annotations
 
+import bisect
 from concurrent import futures
 from dataclasses import replace
 
@@ -122,7 +123,7 @@ def _rank(ix: RankedIndex, req: SearchRequest, q_terms: list[str], content: set[
     # it opens the gate as a passing line would.
     opened = passed or req.about_participant
     eligible = has & opened if t.gate == "query" or not passed else strong
-    range_mask = np.isin(cand, in_range)[:, None] & np.ones((1, 2), dtype=bool) if in_range.size else np.zeros_like(has)
+    range_mask = _among(cand, in_range)[:, None] & np.ones((1, 2), dtype=bool) if in_range.size else np.zeros_like(has)
     # A range comes only with a question that asks about it ("where did I travel in July"): its
     # lines are what was asked for even when none shares a word or stands out by meaning.
     eligible = eligible | (range_mask & has)
@@ -174,7 +175,8 @@ def _candidates(ix: RankedIndex, req: SearchRequest, lex, dense_rows: np.ndarray
         range_part = in_range
     else:
         near = _nearest_in(ix, vector, in_range, RANGE_PER_HIT * want // 2)
-        range_part = np.union1d(np.intersect1d(np.concatenate([lex.units >> 1, lex.turns, dense_rows]), in_range), near)
+        found = np.unique(np.concatenate([lex.units >> 1, lex.turns, dense_rows]))
+        range_part = np.union1d(found[_among(found, in_range)], near)
     if req.only_range:
         cand = core = range_part
     else:
@@ -283,12 +285,24 @@ def _fitted(ix: RankedIndex, req: SearchRequest, in_range: np.ndarray) -> Search
 
 
 def _range_rows(ix: RankedIndex, start: int | None, end: int | None) -> np.ndarray:
+    """The rows said in [start, end), sorted."""
     if start is None or end is None:
         return np.zeros(0, dtype=np.int64)
     order, _ = ix.order()
-    ts = ix.ts.view[order]
-    lo, hi = np.searchsorted(ts, start, side="left"), np.searchsorted(ts, end, side="left")
+    # A binary search through the time order: gathering every row's time in that order first
+    # read the whole column (100,000 turns: ~0.3 ms a search after the embedding call).
+    ts = ix.ts.view.__getitem__
+    lo, hi = bisect.bisect_left(order, start, key=ts), bisect.bisect_left(order, end, key=ts)
     return np.sort(order[lo:hi])
+
+
+def _among(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """np.isin(values, rows) for `rows` sorted and unique (a range's): a binary search for each
+    value, not a sort of both (a month is ~3,000 rows, the values a few hundred)."""
+    if rows.size == 0:
+        return np.zeros(values.shape, dtype=bool)
+    j = np.minimum(np.searchsorted(rows, values), rows.size - 1)
+    return rows[j] == values
 
 
 def _dense_candidates(ix: RankedIndex, vector: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:

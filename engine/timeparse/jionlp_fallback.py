@@ -43,6 +43,10 @@ def _aware(s: str, now: datetime) -> datetime:
 
 
 def parse(text: str, now: datetime) -> list[Hit]:
+    # A hit is kept only when its text holds one of these words, so a message without any has
+    # none to keep: jionlp is not run (it was half of parsing a Chinese message).
+    if not _CALENDARISH.search(text):
+        return []
     jio = _load()
     try:
         # No stdout redirect here: jionlp prints only at import (checked), and swapping
