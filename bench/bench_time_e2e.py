@@ -1,7 +1,7 @@
 """Time questions end to end: does a question naming a past day bring that day's turns?
 
     .venv/bin/python bench/bench_time_e2e.py [--data DIR] [--convs conv-26,...] [--no-zh] [--seed 7]
-        [--templates bench/time_probe/setN.json] [--phrases wide]
+        [--templates bench/time_probe/setN.json] [--phrases wide] [--script traditional]
 
 Each conversation of the dev split (and of bench/zh_eval/*.json) is recorded as bench_recall.py
 records it (`record_turn(at=…)`; `--data DIR` keeps the users between runs, shared with that
@@ -19,12 +19,15 @@ day's turns in the built prompt (a turn counts by its id among the diary's hits,
 anywhere in the messages, e.g. the window). "fits" = the day's turns, as the diary renders them,
 fit the diary's budget: the must-show is on those. Statements report how often a range fired.
 The templates here are the bench's own, written apart from the decision's training set
-(tests/data/time_questions/). Prints numbers; asserts nothing.
+(tests/data/time_questions/). `--script traditional` turns the Chinese conversations, time phrases
+and templates into Traditional characters (OpenCC), as a user in Taiwan writes: record it into its
+own `--data` folder. Prints numbers; asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 import re
@@ -214,8 +217,27 @@ def asked_of(templates: dict | None, language: str, rng: random.Random) -> list[
             for t in rng.sample(items, min(per_kind.get(kind, 2), len(items)))]
 
 
+@functools.cache
+def _s2tw():
+    import opencc
+
+    return opencc.OpenCC("s2tw")
+
+
+def traditional(value):
+    """`value` (a str, or JSON of them) in Traditional characters as written in Taiwan (OpenCC's
+    s2tw: characters and their phrases, no change of vocabulary)."""
+    if isinstance(value, str):
+        return _s2tw().convert(value)
+    if isinstance(value, list):
+        return [traditional(v) for v in value]
+    if isinstance(value, dict):
+        return {k: traditional(v) for k, v in value.items()}
+    return value
+
+
 def run_sample(sample: dict, data: Path, rng: random.Random, rows: list[dict], *, templates: dict | None = None,
-               wide: bool = False) -> None:
+               wide: bool = False, script: str = "simplified") -> None:
     language, zone = language_of(sample)
     tz = ZoneInfo(sample.get("timezone", zone))
     user = sample["sample_id"]
@@ -235,6 +257,9 @@ def run_sample(sample: dict, data: Path, rng: random.Random, rows: list[dict], *
         for kind, family, choices in asked_of(templates, language, rng):
             phrase = rng.choice(phrases(day, language, rng, wide=wide))
             template = rng.choice(choices)
+            if language == "zh" and script == "traditional":
+                phrase = Phrase(traditional(phrase.text), traditional(phrase.lead), phrase.days_after)
+                template = traditional(template)
             topic = topic_of(list(user_lines), language, rng) if "{topic}" in template else ""
             question = fill(template, phrase, topic)
             now = lo + timedelta(days=phrase.days_after, hours=rng.choice([9, 13, 20]), minutes=rng.randint(0, 59))
@@ -310,6 +335,8 @@ def main() -> None:
                         "3 range, 3 content and 2 statements drawn per day")
     parser.add_argument("--phrases", choices=("bench", "wide"), default="bench",
                         help="wide: also 'four days ago', 'last Tuesday', 'the 3rd', 上星期二, 3号 …")
+    parser.add_argument("--script", choices=("simplified", "traditional"), default="simplified",
+                        help="traditional: the Chinese conversations, phrases and templates in Traditional characters")
     args = parser.parse_args()
     from engine.runtime import configure_threads
 
@@ -323,12 +350,14 @@ def main() -> None:
         sets = [(data / "locomo", samples)]
         if not args.no_zh:
             for path in sorted((ROOT / "bench" / "zh_eval").glob("*.json")):
-                sets.append((data / f"zh-{path.stem}", json.loads(path.read_text(encoding="utf-8"))))
+                group = json.loads(path.read_text(encoding="utf-8"))
+                sets.append((data / f"zh-{path.stem}", traditional(group) if args.script == "traditional" else group))
         wanted = set(args.convs.split(",")) if args.convs else None
         for folder, group in sets:
             for sample in group:
                 if wanted is None or sample["sample_id"] in wanted:
-                    run_sample(sample, folder, rng, rows, templates=templates, wide=args.phrases == "wide")
+                    run_sample(sample, folder, rng, rows, templates=templates, wide=args.phrases == "wide",
+                               script=args.script)
         summarize(rows, show_misses=args.misses)
         if args.json:
             args.json.write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")

@@ -3,6 +3,8 @@
 The manual's time-expression table (docs/time-expressions.md) says what each expression family resolves to.  Chinese and
 English grammars both run on every message (messages mix languages); their
 hits and jionlp's long-tail hits are merged, rule hits winning any overlap.
+Traditional characters are read as Simplified (`script.py`: 上個月 is 上个月), and each
+expression's text is the message's own.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from engine.errors import TimeExpressionError
 
 from . import en, zh
 from .calendar import Hit
+from .script import simplified
 
 __all__ = ["TimeExpression", "TimeExpressionError", "parse_time_ranges", "warm_up"]
 
@@ -66,12 +69,13 @@ def parse_time_ranges(text: str, *, now: datetime, use_jionlp: bool = True) -> l
     _check_now(now)
     if not text:
         return []
-    rules = zh.parse(text, now) + en.parse(text, now)
+    read = simplified(text)  # the same length: spans found in it are spans of `text`
+    rules = zh.parse(read, now) + en.parse(read, now)
     extra: list[Hit] = []
-    if use_jionlp and _HAN.search(text):
+    if use_jionlp and _HAN.search(read):
         from . import jionlp_fallback  # noqa: PLC0415 - keeps jionlp out of import time
 
-        extra = jionlp_fallback.parse(text, now)
+        extra = jionlp_fallback.parse(read, now)
     return [
         TimeExpression(text[h.span[0] : h.span[1]], h.start, h.end, h.span, h.lang, h.kind)
         for h in _merge(rules, extra)
@@ -79,7 +83,9 @@ def parse_time_ranges(text: str, *, now: datetime, use_jionlp: bool = True) -> l
 
 
 def warm_up() -> None:
-    """Load jionlp and its lazy dictionaries now rather than on the first message."""
+    """Load jionlp, its lazy dictionaries and the Traditional characters' table now rather than on
+    the first message."""
     from . import jionlp_fallback  # noqa: PLC0415
 
     jionlp_fallback.warm_up()
+    simplified("預熱")

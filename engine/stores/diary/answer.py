@@ -40,6 +40,7 @@ from engine.stores.diary.render import (
 )
 from engine.stores.diary.writing import fallback_digest
 from engine.timeparse import TimeExpression
+from engine.timeparse.script import simplified
 from engine.tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -89,29 +90,34 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
 
     config, tz = how.config, how.tz
     now = query.now.astimezone(tz)
-    expressions = parse_time_ranges(query.message, now=now)
-    ranges = past_ranges(query.message, expressions, now)
+    # What the rule tables read: Traditional characters as Simplified, the same length, so its
+    # spans are the message's. What is searched, embedded and shown stays as the user wrote it.
+    said = simplified(query.message)
+    who = (simplified(names.user), simplified(names.char))  # the participants, as the tables read them
+    expressions = parse_time_ranges(said, now=now)
+    ranges = past_ranges(said, expressions, now)
     if any(e.kind != "recent" for e, _ in ranges):
         # a vague "lately" / 最近 gives way to the day the message names ("what did we chat about on
         # Monday? I keep forgetting things lately")
         ranges = [(e, r) for e, r in ranges if e.kind != "recent"]
-    names_of = (names.user, names.char)
-    decision = decide_for(query.message, ranges, now, require_cue=config.require_recall_cue, names=names_of)
+    decision = decide_for(said, ranges, now, require_cue=config.require_recall_cue, names=who)
     # what the message asks besides its time words: read by both models of `asking.py`
     rest_vector = piece_vector(query, residual(query.message, [e.span for e in expressions], names))
     if not decision.use and config.require_recall_cue and names_past_day(ranges, now):
         learned = asks_recall(rest_vector, how.model_id)
         if learned:
             decision = RecallDecision(True, "", learned)
+    ranges = [(replace(e, text=query.message[slice(*e.span)]), r) for e, r in ranges]  # shown in the user's words
     vector = message_vector(query)
     window = {normalize(m.get("content", "")) for m in query.recent}
-    side = side_of(query.message, names)
-    sitting = _LAST_SITTING.search(query.message) if not expressions else None
+    side = side_of(said, Names(*who))
+    sitting = _LAST_SITTING.search(said) if not expressions else None
     text = search_text(query.message, [e.span for e in expressions] + ([sitting.span()] if sitting else []), names)
+    read_text = simplified(text)
     budget = how.budget
-    cued = bool(recall_cue(query.message)) or bool(decision.learned)
-    about_us = cued or about_someone(query.message, *names_of)
-    about_participant = is_question(query.message) and names_participant(query.message, *names_of)
+    cued = bool(recall_cue(said)) or bool(decision.learned)
+    about_us = cued or about_someone(said, *who)
+    about_participant = is_question(said) and names_participant(said, *who)
 
     def search(exclude: frozenset[str], **range_args) -> list[SearchHit]:
         return source.search(SearchRequest(text=text, vector=vector, side=side, exclude=exclude, asks_memory=about_us,
@@ -122,7 +128,7 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
         if sitting is not None:
             previous = previous_sitting(source, now)
             if previous is not None:
-                expr = TimeExpression(sitting.group(0), *previous, sitting.span(), "", "previous_sitting")
+                expr = TimeExpression(query.message[slice(*sitting.span())], *previous, sitting.span(), "", "previous_sitting")
                 ranges.append((expr, previous))
                 decision = RecallDecision(True, sitting.group(0))
         covered: set[str] = set()
@@ -130,7 +136,7 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
         whole = False
         found: list[SearchHit] | None = None  # the search's hits, once the range's ranking has run it
         if decision.use:
-            asked = ask_kind(rest_vector, how.model_id, has_content=has_content_words(text, decision.cue))
+            asked = ask_kind(rest_vector, how.model_id, has_content=has_content_words(read_text, decision.cue))
             at_most = budget // MIN_LINE_TOKENS  # more turns than this cannot fit: no need to read them
             # Only a recap surely asked shows a range too long for its turns whole (as digests).
             cands, own, parts, span = _range_candidates(source, tz, ranges, decision, vector,
@@ -183,7 +189,7 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
             covered = {str(i) for h in found_in_range for i in (h.meta.get("ids") or [h.meta.get("id")]) if i}
             hits += found_in_range
             budget -= sum(h.tokens or count_tokens(h.text) for h in found_in_range)
-        small_talk = is_small_talk(query.message, text, cued=cued, about_us=about_us, asks_range=decision.use)
+        small_talk = is_small_talk(said, read_text, cued=cued, about_us=about_us, asks_range=decision.use)
         if config.search and budget >= MIN_SEARCH_TOKENS and not small_talk and not whole:
             if found is None:
                 found = search(frozenset(covered) | query.exclude, k=SEARCH_K)
@@ -191,7 +197,7 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
                 found = sorted((h for h in found if h.turn_id not in covered), key=lambda h: -h.score)
             lines = search_hits(
                 found, tz=tz, budget=budget - (NOTE_RESERVE if in_range_total else 0), max_line_tokens=config.max_turn_tokens,
-                skip_texts=window, reason="hybrid search (words + meaning)", names=names_of,
+                skip_texts=window, reason="hybrid search (words + meaning)", names=(names.user, names.char),
             )
             hits += lines
         else:

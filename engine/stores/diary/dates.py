@@ -20,6 +20,7 @@ from datetime import datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING
 
 from engine.errors import TimeExpressionError
+from engine.timeparse.script import simplified
 
 if TYPE_CHECKING:
     from engine.timeparse import TimeExpression
@@ -42,9 +43,12 @@ def resolve_dates(texts: list[str], at: datetime, tz: tzinfo) -> tuple[tuple[str
     own_day = f"{now:%Y-%m-%d}"
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     out: dict[str, str] = {}
-    for text in texts:
-        if not text.strip():
+    for said in texts:
+        if not said.strip():
             continue
+        # The rules read Traditional characters as Simplified (the same length, so the spans are
+        # the turn's); the phrase kept is the turn's own words.
+        text = simplified(said)
         try:
             found = parse_time_ranges(text, now=now)
         except (TimeExpressionError, ValueError, RecursionError) as exc:
@@ -65,7 +69,7 @@ def resolve_dates(texts: list[str], at: datetime, tz: tzinfo) -> tuple[tuple[str
             if expr.kind.split("+")[0] in _NAMES_A_MONTH:
                 anchor = (expr, start)
             label = describe_range(start.astimezone(tz), end.astimezone(tz))
-            phrase = expr.text.strip()
+            phrase = said[expr.span[0]:expr.span[1]].strip()
             # "today" needs no note: every shown line carries its own day.
             if phrase and label and label != own_day and label not in phrase and phrase not in out:
                 out[phrase] = label
