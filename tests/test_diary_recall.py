@@ -359,6 +359,19 @@ def test_false_trigger_and_recall_rates():
         ("前天那场大雪把我的车埋了，我能先在你这住两天吗", False),
         ("Did my parcel arrive on Monday? I was out all day", True),
         ("你还能想起来昨天我说的吗", True),
+        # "help me" opens an instruction; our whole talk named (blind set 17's English)
+        ("Help me catch up on our convo yesterday, I was half asleep", True),
+        ("I want the full conversation yesterday back, from start to end only", True),
+        ("Give me the entire chat from Monday", True),
+        ("I had the whole conversation with my mom yesterday, it was rough", False),
+        ("Help me pick a gift, I was so tired yesterday", False),
+        ("Like I told you on Monday, I'm quitting this job. Help me draft the resignation letter now", False),
+        # written Cantonese, read as the Mandarin words of the same length (timeparse/script.py)
+        ("琴日我哋傾咗乜嘢呀？", True),
+        ("你大前天講咗句好有道理嘅說話，係咩嚟㗎？", True),
+        ("唔該講返27號我哋傾過啲乜", True),
+        ("琴日好攰，瞓咗成日", False),
+        ("前日同屋企人去咗飲茶，好飽", False),
     ],
     ids=lambda v: str(v),
 )

@@ -12,7 +12,7 @@ import pytest
 from engine.orchestrator import MemoryOrchestrator
 from engine.testing.serve import copy_demo
 from engine.timeparse import parse_time_ranges
-from engine.timeparse.script import KEEP, simplified
+from engine.timeparse.script import CANTONESE, KEEP, as_tables_read
 
 from demo_data import diary_only_config
 
@@ -32,6 +32,12 @@ NOW = datetime(2026, 11, 25, 15, 30, tzinfo=TZ)  # a Wednesday
         ("6月3號那天", "6月3號", "2026-06-03", "2026-06-03"),
         ("幾天前", "幾天前", "2026-11-18", "2026-11-24"),
         ("去年春節回老家", "去年春節", "2025-01-29", "2025-01-29"),
+        # written Cantonese
+        ("琴日我哋傾咗乜嘢", "琴日", "2026-11-24", "2026-11-24"),
+        ("尋日好攰", "尋日", "2026-11-24", "2026-11-24"),
+        ("前日你話過", "前日", "2026-11-23", "2026-11-23"),
+        ("大前日見過佢", "大前日", "2026-11-22", "2026-11-22"),
+        ("聽日記得打俾我", "聽日", "2026-11-26", "2026-11-26"),
     ],
 )
 def test_traditional_time_words_resolve_as_their_simplified_ones(text, expression, first, last):
@@ -42,12 +48,12 @@ def test_traditional_time_words_resolve_as_their_simplified_ones(text, expressio
 
 def test_reading_keeps_every_span():
     every = "".join(chr(c) for r in (range(0x3400, 0x4DC0), range(0x4E00, 0xA000)) for c in r)
-    read = simplified(every)
+    read = as_tables_read(every)
     assert len(read) == len(every)
-    assert simplified(read) == read  # nothing read twice changes again
-    assert all(simplified(c) == c for c in KEEP)
-    plain = "上个月我们聊了什么？覆盖, 藉口, 嘅 and English stay as they are"
-    assert simplified(plain) == plain
+    assert as_tables_read(read) == read  # nothing read twice changes again
+    plain = "上个月我们聊了什么？覆盖, 藉口, 关系, 倾诉, 电话 and English stay as they are"
+    assert as_tables_read(plain) == plain
+    assert all(len(said) == len(mandarin) for said, mandarin in CANTONESE.items())
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +74,7 @@ def orch(tmp_path_factory, embedder):
     orch.record_turn("昨天我們聊了什麼？", "我們聊了搬家的事", user_id="amy", at=asked, turn_id="q-1124")
     orch.record_turn("我兩天前把鑰匙忘在公司了", "下次記得帶", user_id="amy", at=asked + timedelta(minutes=1),
                      turn_id="s-1124")
+    orch.record_turn("我琴日去咗睇牙醫", "痛唔痛呀", user_id="amy", at=asked + timedelta(minutes=2), turn_id="c-1124")
     assert orch.flush(120)
     assert not orch.background_errors
     yield orch
@@ -88,6 +95,11 @@ def _day_ids(result, prefix: str) -> set[str]:
         ("幫我回憶一下昨天我們說了啥", "昨天", "d1124"),
         ("昨天我跟你講過尾牙的事，我抽到什麼？", "昨天", "d1124"),
         ("上個月我們都聊了些什麼", "上個月", "d1020"),
+        # written Cantonese
+        ("琴日我哋傾咗乜嘢呀？", "琴日", "d1124"),
+        ("你記唔記得前日我同你講過啲乜", "前日", "d1123"),
+        ("幫我執返前日傾嘅嘢個重點得唔得", "前日", "d1123"),
+        ("尋日我話抽到咗咩嚟㗎？", "尋日", "d1124"),
     ],
 )
 def test_a_question_in_traditional_characters_brings_its_day(orch, message, words, day):
@@ -97,7 +109,7 @@ def test_a_question_in_traditional_characters_brings_its_day(orch, message, word
     assert ranged and all(h.reason.startswith(f'expression "{words}"') for h in ranged)  # the user's own words
 
 
-@pytest.mark.parametrize("message", ["前天好累喔，睡了一整天。", "上個月我去了日本玩"])
+@pytest.mark.parametrize("message", ["前天好累喔，睡了一整天。", "上個月我去了日本玩", "琴日好攰，瞓咗成日", "前日同屋企人去咗飲茶"])
 def test_a_statement_in_traditional_characters_brings_no_day(orch, message):
     result = orch.build_prompt(message, user_id="amy", now=NOW)
     assert not [h for h in result.hits if h.store == "diary" and str(h.reason).startswith("expression")]
@@ -107,3 +119,4 @@ def test_write_time_dates_skip_a_question_and_keep_the_users_words(orch):
     entries = {e.id: e for e in orch.admin.diary("amy", datetime(2026, 11, 24, tzinfo=TZ), datetime(2026, 11, 25, tzinfo=TZ))}
     assert entries["q-1124"].dates == ()  # a question about yesterday is no event of it
     assert entries["s-1124"].dates == (("兩天前", "2026-11-22"),)  # as the user wrote it
+    assert entries["c-1124"].dates == (("琴日", "2026-11-23"),)

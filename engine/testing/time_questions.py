@@ -108,12 +108,15 @@ def blind_set(n: int, *, fills: int = 2, folder: Path = PROBE) -> list[Question]
 
 
 def rules_answer(text: str, *, now: datetime = SPAN_NOW, require_cue: bool = True) -> tuple[bool, bool]:
-    """(the message names a past range at `now`, the word rules of `recall.py` answer from it)."""
+    """(the message names a past range at `now`, the word rules of `recall.py` answer from it),
+    read as the diary reads it (`as_tables_read`: Traditional characters, written Cantonese)."""
     from engine.stores.diary.recall import decide_for, past_ranges
     from engine.timeparse import parse_time_ranges
+    from engine.timeparse.script import as_tables_read
 
-    ranges = past_ranges(text, parse_time_ranges(text, now=now), now)
-    return bool(ranges), bool(ranges) and decide_for(text, ranges, now, require_cue=require_cue).use
+    said = as_tables_read(text)
+    ranges = past_ranges(said, parse_time_ranges(said, now=now), now)
+    return bool(ranges), bool(ranges) and decide_for(said, ranges, now, require_cue=require_cue).use
 
 
 CORPORA = DATA.parent

@@ -3,8 +3,8 @@
 The manual's time-expression table (docs/time-expressions.md) says what each expression family resolves to.  Chinese and
 English grammars both run on every message (messages mix languages); their
 hits and jionlp's long-tail hits are merged, rule hits winning any overlap.
-Traditional characters are read as Simplified (`script.py`: 上個月 is 上个月), and each
-expression's text is the message's own.
+Traditional characters and written Cantonese are read as Simplified Mandarin (`script.py`: 上個月
+is 上个月, 琴日 is 昨天), and each expression's text is the message's own.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from engine.errors import TimeExpressionError
 
 from . import en, zh
 from .calendar import Hit
-from .script import simplified
+from .script import as_tables_read
 
 __all__ = ["TimeExpression", "TimeExpressionError", "parse_time_ranges", "warm_up"]
 
@@ -69,7 +69,7 @@ def parse_time_ranges(text: str, *, now: datetime, use_jionlp: bool = True) -> l
     _check_now(now)
     if not text:
         return []
-    read = simplified(text)  # the same length: spans found in it are spans of `text`
+    read = as_tables_read(text)  # the same length: spans found in it are spans of `text`
     rules = zh.parse(read, now) + en.parse(read, now)
     extra: list[Hit] = []
     if use_jionlp and _HAN.search(read):
@@ -88,4 +88,4 @@ def warm_up() -> None:
     from . import jionlp_fallback  # noqa: PLC0415
 
     jionlp_fallback.warm_up()
-    simplified("預熱")
+    as_tables_read("預熱")

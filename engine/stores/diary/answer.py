@@ -40,7 +40,7 @@ from engine.stores.diary.render import (
 )
 from engine.stores.diary.writing import fallback_digest
 from engine.timeparse import TimeExpression
-from engine.timeparse.script import simplified
+from engine.timeparse.script import as_tables_read
 from engine.tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -90,10 +90,11 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
 
     config, tz = how.config, how.tz
     now = query.now.astimezone(tz)
-    # What the rule tables read: Traditional characters as Simplified, the same length, so its
-    # spans are the message's. What is searched, embedded and shown stays as the user wrote it.
-    said = simplified(query.message)
-    who = (simplified(names.user), simplified(names.char))  # the participants, as the tables read them
+    # What the rule tables read: Simplified characters and Mandarin words (`as_tables_read`), the
+    # same length, so its spans are the message's. What is searched, embedded and shown stays as
+    # the user wrote it.
+    said = as_tables_read(query.message)
+    who = (as_tables_read(names.user), as_tables_read(names.char))  # the participants, as the tables read them
     expressions = parse_time_ranges(said, now=now)
     ranges = past_ranges(said, expressions, now)
     if any(e.kind != "recent" for e, _ in ranges):
@@ -113,7 +114,7 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
     side = side_of(said, Names(*who))
     sitting = _LAST_SITTING.search(said) if not expressions else None
     text = search_text(query.message, [e.span for e in expressions] + ([sitting.span()] if sitting else []), names)
-    read_text = simplified(text)
+    read_text = as_tables_read(text)
     budget = how.budget
     cued = bool(recall_cue(said)) or bool(decision.learned)
     about_us = cued or about_someone(said, *who)

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING
 
 from engine.errors import TimeExpressionError
-from engine.timeparse.script import simplified
+from engine.timeparse.script import as_tables_read
 
 if TYPE_CHECKING:
     from engine.timeparse import TimeExpression
@@ -46,9 +46,9 @@ def resolve_dates(texts: list[str], at: datetime, tz: tzinfo) -> tuple[tuple[str
     for said in texts:
         if not said.strip():
             continue
-        # The rules read Traditional characters as Simplified (the same length, so the spans are
-        # the turn's); the phrase kept is the turn's own words.
-        text = simplified(said)
+        # The rules read Simplified characters and Mandarin words (`as_tables_read`, the same length,
+        # so the spans are the turn's); the phrase kept is the turn's own words.
+        text = as_tables_read(said)
         try:
             found = parse_time_ranges(text, now=now)
         except (TimeExpressionError, ValueError, RecursionError) as exc:

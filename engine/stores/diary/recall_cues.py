@@ -210,6 +210,7 @@ TALK = re.compile(
     # not "we went over it in class yesterday"
     r"|\bour (\w+ ){0,2}(talks?|chats?|conversations?|convos?|discussions?|exchanges?|brainstorm|catch-?up|call)\b"
     r"|\b(the|that) (\w+ ){0,2}(talk|chat|conversation|convo|discussion) (we|i|you) had\b"
+    r"|\b(full|whole|entire|complete) (talk|chat|conversation|convo|discussion)\b"
     r"|\b(everything|all|every topic|whatever) (we|i|you) (said|talked about|discussed|covered|went over|chatted about|got through|got into|hit)\b"
     r"|\byou (used|made up|wrote|composed|invented|laid out|put together)\b"
     # as non-native writers say it ("we have chatted", "we was talking"), and talking to you
@@ -222,14 +223,16 @@ _TELL_ME_VERBS = _GO_OVER_VERBS + (
     "tell", "give", "remind", "sum", "walk me", "run me", "take me", "fill me", "catch me", "provide", "share", "show",
     "repeat", "refresh", "jog", "explain", "outline", "rehash", "spell out", "break down", "lay out", "write out",
     "pull up", "send", "make me", "read me", "play back", "put together", "write up", "draft",
+    "help me (?:catch up|recall|remember|go over|go through|review|recap|summari[sz]e|piece together)",
 )
-"""Verbs of an instruction to be told something, as they open a sentence."""
+"""Verbs of an instruction to be told something, as they open a sentence ("help me" only with a verb
+of going over the past: "Help me draft the letter" asks for something else)."""
 
 ASKING = re.compile(
     r"(^|[，。！？,.!?；;\s]|你|能不能|可以)(帮我|给我|请|麻烦)|(帮我|给我)(看|想|回忆|找|查|说|讲|念|列|总结|整理|复述|再)"
     # what to do with it, in a word ("一句话概括", "划一下重点", "直接甩给我", "过一遍")
     r"|概括|摘要|纪要|重点|过一遍|列一下|列一遍|发我|甩给我|念给我|再发一次|说道说道|简单说|(?<!了)一下(吧|呗|呀|嘛|哈)?[\W～~]*$"
-    r"|\b(can|could|may) i (have|get|see)\b|\b(i )?need (a|an|the|my|whatever)\b|\bgive us\b|\bhit me with\b"
+    r"|\b(can|could|may) i (have|get|see)\b|\b(i )?need (a|an|the|my|whatever)\b|\bi want (a|an|the|my)\b|\bgive us\b|\bhit me with\b"
     r"|再(说|讲)一(遍|次)|再[^，。！？,.!?]{0,3}一(遍|次|下)|(总结|概括|回顾|梳理|复述)一?下|复述|重复一下|还没(回答|回复|告诉我|说)|我(需要|想知道|想(看看|看一下|翻翻|回顾一下|找找|了解|问问))"
     r"|\b(can|could|would) (you|u)\b|\bplease\b|\bagain\b|\brepeat\b|\bi need (the|to know)\b"
     # a wish that is a request ("I'd like to go back over what we discussed", "我想了解一下…")

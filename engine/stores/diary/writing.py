@@ -13,7 +13,7 @@ from engine.errors import LLMError
 from engine.prompts import Prompts
 from engine.stores.diary.entry import DiaryEntry
 from engine.stores.diary.recall import recall_cue
-from engine.timeparse.script import simplified
+from engine.timeparse.script import as_tables_read
 from engine.tokens import truncate_tokens
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ def fallback_tag(user: str, *, language: str) -> str:
     """Offline tag from the user's message: small talk for greetings and recall questions, else
     the message's first clause, shortened."""
     text = " ".join(user.split())
-    read = simplified(text)  # the tables read Simplified characters
+    read = as_tables_read(text)  # the tables read Simplified Mandarin
     if not text or _GREETING.match(read) or recall_cue(read):
         return small_talk(language)
     clause = _CLAUSE_END.split(text, maxsplit=1)[0].strip() or text
