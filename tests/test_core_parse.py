@@ -86,6 +86,15 @@ STATEMENTS = {
     "en_name": ("My name is Alex", [("Name is Alex", "name")]),
     "en_pet": ("I have a cat named 小白", [("Has a cat named 小白", "pet:a cat named 小白")]),
     "en_question": ("Where do I live?", []),
+    # Traditional characters and written Cantonese: the words as written, the slot as in Simplified
+    "zh_hant_like": ("我很喜歡喝烏龍茶", [("喜歡喝烏龍茶", "pref:乌龙茶")]),
+    "zh_hant_live_and_pet": ("我住在臺北，養了一隻貓。", [("住在臺北", "live"), ("養了一隻貓", "pet:一只猫")]),
+    "zh_hant_fav": ("我最喜歡的動物是貓", [("最喜歡的動物是貓", "fav:动物")]),
+    "zh_hant_age": ("我今年二十八歲", [("今年二十八歲", "age")]),
+    "zh_hant_question": ("你喜歡什麼嗎", []),
+    "yue_like": ("我鍾意飲奶茶", [("鍾意飲奶茶", "pref:饮奶茶")]),
+    "yue_live": ("我而家住喺沙田", [("住在沙田", "live")]),
+    "yue_pet": ("我養咗一隻貓", [("養了一隻貓", "pet:一只猫")]),
 }
 
 
@@ -160,3 +169,8 @@ class TestFactFile:
             parse_facts(text, path=path, tz=TZ, default_time=NOW)
         assert info.value.path == str(path) and info.value.line == line
         assert words in str(info.value) and f"{path}:{line}" in str(info.value)
+
+
+def test_a_fact_said_in_either_script_fills_one_slot():
+    assert rule_ops([_turn("我不喜歡烏龍茶了")], [_fact("fa", "喜欢喝乌龙茶")]) == [FactOp("UPDATE", "不再喜歡烏龍茶", "fa")]
+    assert rule_ops([_turn("我住喺沙田")], [_fact("fb", "住在重慶")]) == [FactOp("UPDATE", "住在沙田", "fb")]

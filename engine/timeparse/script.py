@@ -28,6 +28,8 @@ CANTONESE: dict[str, str] = {
     "倾偈": "聊天", "倾计": "聊天", "倾咗": "聊了", "倾过": "聊过", "倾嘅": "聊的", "倾紧": "在聊", "倾乜": "聊啥",
     "倾咩": "聊啥", "倾下": "聊下", "倾吓": "聊下", "你话": "你说", "我话": "我说", "佢话": "他说", "哋话": "们说",
     "话我知": "告诉我", "讲返": "再讲", "执返": "整理", "执重点": "抓重点", "同你": "跟你", "同我": "跟我",
+    # liking (鍾意 reads 锺意 after the character table)
+    "钟意": "喜欢", "锺意": "喜欢",
     # asking
     "乜嘢": "什么", "点解": "为啥", "嚟㗎": "来着", "点样": "怎样", "几多": "多少", "系咪": "是否", "系唔系": "是不是",
     "唔系": "不是", "记唔记得": "记不记得", "有冇": "有没", "咗咩": "了啥", "过咩": "过啥", "倾咗咩": "聊了啥",
@@ -65,6 +67,11 @@ def _table() -> dict[int, str]:
     # A few variants chain (乹 → 乾 → 干): each goes to the end of its chain.
     ends = {a: pairs.get(b, b) for a, b in pairs.items()}
     return str.maketrans(ends)
+
+
+def in_traditional(text: str) -> bool:
+    """Whether `text` holds a Traditional character (one the character table maps)."""
+    return bool(_HAN.search(text)) and text.translate(_table()) != text
 
 
 def as_tables_read(text: str) -> str:

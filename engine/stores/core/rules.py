@@ -29,6 +29,9 @@ UPDATEs the fact there (the old text goes to its history), the same statement ag
 | I'm a/an X                                        | Is a X               | is:X    |
 
 X keys ignore a leading eating/drinking verb, so 我讨厌吃香菜 and 我不讨厌香菜了 share `pref:香菜`.
+Traditional characters and written Cantonese are matched as they read in Simplified Mandarin
+(`engine.timeparse.script.as_tables_read`: 我喜歡烏龍茶, 我住喺沙田): the fact keeps the words as
+written (喜歡烏龍茶, 住在沙田), its slot is the reading's (`pref:乌龙茶`), so either script fills one slot.
 Facts written by the LLM in the same shapes (also with a leading 用户 / "User") get slots too.
 """
 
@@ -39,6 +42,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from engine.stores.core.facts import Fact, normalise_text
+from engine.timeparse.script import as_tables_read, in_traditional
 from engine.stores.core.ops import FactOp, Said
 
 
@@ -91,22 +95,36 @@ _ZH_FORMS: dict[str, tuple[str, str]] = {
     "pet": ("养了{obj}", "pet:{obj}"),
     "is": ("是{obj}", "is:{obj}"),
 }
+_TRADITIONAL_FORM_WORDS = {"最喜欢的": "最喜歡的", "岁": "歲", "养了": "養了"}
+"""The words of `_ZH_FORMS` that Traditional characters write otherwise: a fact told in them is
+kept in them."""
 
 
-def _zh_statement(clause: str) -> Statement | None:
+def _zh_statement(clause: str, read: str) -> Statement | None:
+    """`read`: the clause as the patterns read it (`as_tables_read`: Simplified Mandarin, the same
+    length). The fact keeps the words as written; its slot is the reading's, so the same thing
+    said in either script fills one slot."""
     for pattern, kind in _ZH_RULES:
-        match = pattern.search(clause)
+        match = pattern.search(read)
         if not match:
             continue
-        groups = match.groups()
-        obj = _ZH_TAIL.sub("", groups[-1] if kind not in ("work",) else groups[0]).strip()
+        spans = [match.span(i) for i in range(1, len(match.groups()) + 1)]
+        written, reading = [clause[a:b] for a, b in spans], [read[a:b] for a, b in spans]
+        at = -1 if kind != "work" else 0
+        obj_read = _ZH_TAIL.sub("", reading[at])  # the tail is cut where the reading ends it (嘅 reads 的)
+        obj, obj_read = written[at][: len(obj_read)].strip(), obj_read.strip()
         if not obj or len(obj) > 30:
             return None
-        if kind == "is" and (obj.startswith(_ZH_IS_STOP) or len(obj) > 15):
+        if kind == "is" and (obj_read.startswith(_ZH_IS_STOP) or len(obj) > 15):
             return None
         text, slot = _ZH_FORMS[kind]
-        fields = {"g0": groups[0], "g1": groups[1] if len(groups) > 1 else "", "obj": obj, "key": _zh_key(obj)}
-        return Statement(text.format(**fields), slot.format(**fields))
+        if in_traditional(clause):
+            for simplified, traditional in _TRADITIONAL_FORM_WORDS.items():
+                text = text.replace(simplified, traditional)
+        said = {"g0": written[0], "g1": written[1] if len(written) > 1 else "", "obj": obj}
+        slot_fields = {"g0": reading[0], "g1": reading[1] if len(reading) > 1 else "", "obj": obj_read,
+                       "key": _zh_key(obj_read)}
+        return Statement(text.format(**said), slot.format(**slot_fields))
     return None
 
 
@@ -180,14 +198,16 @@ def statements(user_text: str) -> list[Statement]:
     previous_was_mine = False
     for clause in _CLAUSE_SPLIT.split(user_text):
         clause = clause.strip()
-        if not clause or clause.endswith(("？", "?")) or re.search(r"[吗嘛][？?。!！]?$", clause):
+        read = as_tables_read(clause)  # Traditional characters and written Cantonese as the patterns read them
+        if not clause or clause.endswith(("？", "?")) or re.search(r"[吗嘛][？?。!！]?$", read):
             previous_was_mine = False
             continue
         clause = clause.rstrip("。！!；;.，,…~～ ")
+        read = read[: len(clause)]
         chinese = re.search(r"[\u4e00-\u9fff]", clause) is not None
-        if chinese and previous_was_mine and not _PRONOUN.search(clause):
-            clause = "我" + clause  # 我住在重庆，养了一只猫: the subject carries over the comma
-        found = _zh_statement(clause) if chinese else None
+        if chinese and previous_was_mine and not _PRONOUN.search(read):
+            clause, read = "我" + clause, "我" + read  # 我住在重庆，养了一只猫: the subject carries over the comma
+        found = _zh_statement(clause, read) if chinese else None
         found = found or _en_statement(clause)
         previous_was_mine = found is not None
         if found is not None:
@@ -216,7 +236,7 @@ _SLOT_OF_FACT: list[tuple[re.Pattern[str], str]] = [
 
 def slot_of(fact_text: str) -> str | None:
     """The slot of a fact in one of the canonical shapes above, else None."""
-    text = re.sub(r"^(?:用户|User\s+|The user\s+)", "", normalise_text(fact_text))
+    text = re.sub(r"^(?:用户|User\s+|The user\s+)", "", as_tables_read(normalise_text(fact_text)))
     for pattern, kind in _SLOT_OF_FACT:
         match = pattern.match(text)
         if not match:
