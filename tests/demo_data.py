@@ -8,6 +8,8 @@ import random
 from pathlib import Path
 
 from engine.config import EngineConfig, load_config
+from engine.orchestrator import MemoryOrchestrator
+from engine.testing.serve import copy_demo
 
 
 def diary_only_config(data_dir: Path) -> EngineConfig:
@@ -15,6 +17,12 @@ def diary_only_config(data_dir: Path) -> EngineConfig:
     return load_config(
         overrides={"data_dir": str(data_dir), "core": {"enabled": False}, "world_book": {"enabled": False}}, env={}
     )
+
+
+def diary_only_orchestrator(data_dir: Path, embedder) -> MemoryOrchestrator:
+    """The demo character copied into `data_dir`, opened with `diary_only_config`."""
+    copy_demo(data_dir)
+    return MemoryOrchestrator.from_config("xiaoyue", config=diary_only_config(data_dir), embedder=embedder)
 
 
 _SUBJECTS = ["The quarterly report", "My landlord", "The train", "The dentist", "My phone bill", "The laundry",

@@ -8,10 +8,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from engine.orchestrator import MemoryOrchestrator
-from engine.testing.serve import copy_demo
 
-from demo_data import diary_only_config
+from demo_data import diary_only_orchestrator
 
 TZ = ZoneInfo("Asia/Shanghai")
 NOW = datetime(2026, 11, 22, 15, 30, tzinfo=TZ)
@@ -19,10 +17,7 @@ NOW = datetime(2026, 11, 22, 15, 30, tzinfo=TZ)
 
 @pytest.fixture(scope="module")
 def orch(tmp_path_factory, embedder):
-    data_dir = tmp_path_factory.mktemp("e2e")
-    copy_demo(data_dir)
-    config = diary_only_config(data_dir)
-    orch = MemoryOrchestrator.from_config("xiaoyue", config=config, embedder=embedder)
+    orch = diary_only_orchestrator(tmp_path_factory.mktemp("e2e"), embedder)
     # Every 5 days since August, then yesterday: its first turn at 00:00:00 and two in one second.
     at = datetime(2026, 8, 3, 20, 15, tzinfo=TZ)
     n = 0

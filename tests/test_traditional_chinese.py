@@ -9,12 +9,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from engine.orchestrator import MemoryOrchestrator
-from engine.testing.serve import copy_demo
 from engine.timeparse import parse_time_ranges
-from engine.timeparse.script import CANTONESE, KEEP, as_tables_read
+from engine.timeparse.script import as_tables_read
 
-from demo_data import diary_only_config
+from demo_data import diary_only_orchestrator
 
 TZ = ZoneInfo("Asia/Shanghai")  # the default zone (Taipei keeps the same clock)
 NOW = datetime(2026, 11, 25, 15, 30, tzinfo=TZ)  # a Wednesday
@@ -53,15 +51,11 @@ def test_reading_keeps_every_span():
     assert as_tables_read(read) == read  # nothing read twice changes again
     plain = "上个月我们聊了什么？覆盖, 藉口, 关系, 倾诉, 电话 and English stay as they are"
     assert as_tables_read(plain) == plain
-    assert all(len(said) == len(mandarin) for said, mandarin in CANTONESE.items())
 
 
 @pytest.fixture(scope="module")
 def orch(tmp_path_factory, embedder):
-    data_dir = tmp_path_factory.mktemp("traditional")
-    copy_demo(data_dir)
-    config = diary_only_config(data_dir)
-    orch = MemoryOrchestrator.from_config("xiaoyue", config=config, embedder=embedder)
+    orch = diary_only_orchestrator(tmp_path_factory.mktemp("traditional"), embedder)
     days = {  # a few turns on each of these days, in Traditional characters
         "d1020": (datetime(2026, 10, 20, 20, 0, tzinfo=TZ), ["我今天去看了牙醫，補了兩顆牙", "晚餐吃了牛肉麵"]),
         "d1123": (datetime(2026, 11, 23, 21, 0, tzinfo=TZ), ["下個月要搬家，好煩", "新房子在淡水那邊"]),

@@ -204,8 +204,7 @@ class _Neighbours:
     def pairs(self, offset: int) -> tuple[np.ndarray, np.ndarray]:
         """(mask of halves that have a candidate `offset` lines away, that candidate's index)."""
         other = self.pos + offset
-        j = np.minimum(np.searchsorted(self.sorted_pos, other), self.pos.size - 1)
-        found = self.sorted_pos[j] == other
+        j, found = _find(self.sorted_pos, other)
         rows_a = self.order[self.pos // 2]
         rows_b = self.order[np.clip(other, 0, 2 * self.order.size - 1) // 2]
         same = np.abs(self.ts[rows_a] - self.ts[rows_b]) <= self.gap * abs(offset)
@@ -296,13 +295,19 @@ def _range_rows(ix: RankedIndex, start: int | None, end: int | None) -> np.ndarr
     return np.sort(order[lo:hi])
 
 
+def _find(keys: np.ndarray, want: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(where each of `want` is or would be in the sorted `keys`, clipped to an index of them;
+    whether it is there): a binary search for each value, not a sort of both (np.isin sorts; a
+    month is ~3,000 rows, the values a few hundred)."""
+    if keys.size == 0:
+        return np.zeros(want.shape, dtype=np.int64), np.zeros(want.shape, dtype=bool)
+    j = np.minimum(np.searchsorted(keys, want), keys.size - 1)
+    return j, keys[j] == want
+
+
 def _among(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """np.isin(values, rows) for `rows` sorted and unique (a range's): a binary search for each
-    value, not a sort of both (a month is ~3,000 rows, the values a few hundred)."""
-    if rows.size == 0:
-        return np.zeros(values.shape, dtype=bool)
-    j = np.minimum(np.searchsorted(rows, values), rows.size - 1)
-    return rows[j] == values
+    """np.isin(values, rows) for `rows` sorted and unique (a range's)."""
+    return _find(rows, values)[1]
 
 
 def _dense_candidates(ix: RankedIndex, vector: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -328,8 +333,8 @@ def _lookup(keys: np.ndarray, values: np.ndarray, want: np.ndarray) -> np.ndarra
     """values[keys == want] elementwise (0 where absent); keys sorted."""
     if keys.size == 0:
         return np.zeros(want.shape, dtype=np.float32)
-    j = np.clip(np.searchsorted(keys, want), 0, keys.size - 1)
-    return np.where(keys[j] == want, values[j], 0.0).astype(np.float32)
+    j, found = _find(keys, want)
+    return np.where(found, values[j], 0.0).astype(np.float32)
 
 
 def _rrf(scores: np.ndarray, k: int, *, positive_only: bool = False) -> np.ndarray:

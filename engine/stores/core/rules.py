@@ -42,8 +42,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from engine.stores.core.facts import Fact, normalise_text
-from engine.timeparse.script import as_tables_read, in_traditional
 from engine.stores.core.ops import FactOp, Said
+from engine.timeparse.script import as_tables_read, in_traditional
 
 
 @dataclass(frozen=True)
