@@ -61,18 +61,25 @@ def append_bytes_durably(path: Path, data: bytes) -> None:
         _fsync_dir(path.parent)
 
 
-def _fsync_dir(folder: Path) -> None:
-    # A rename or a new file is durable only once its directory entry is.
+def fsync_path(path: Path) -> None:
+    """Flush a file (or folder) to disk; a missing one has nothing to flush."""
     try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
         return
     try:
         os.fsync(fd)
-    except OSError:
-        pass
     finally:
         os.close(fd)
+
+
+def _fsync_dir(folder: Path) -> None:
+    # A rename or a new file is durable only once its directory entry is; some file systems
+    # cannot flush a folder, and the data itself is already flushed.
+    try:
+        fsync_path(folder)
+    except OSError:
+        pass
 
 
 _Dumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)

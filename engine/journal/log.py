@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from engine.fileio import append_bytes_durably, atomic_write_bytes
+from engine.fileio import append_bytes_durably, atomic_write_bytes, fsync_path
 from engine.journal.records import DoneRecord, FailRecord, ForgetRecord, Record, SeenRecord, TurnRecord, decode, encode
 from engine.stores.base import Turn
 
@@ -177,11 +177,7 @@ class UserLog:
                 torn = f.read()
             append_bytes_durably(self.path.with_name(self.path.name + ".corrupt"), torn + b"\n")
             os.truncate(self.path, self._offset)
-            fd = os.open(self.path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_path(self.path)
             log.warning("%s: a torn last line (%d bytes, from a crash) set aside in %s.corrupt", self.path, len(torn), self.path.name)
             self.tail = 0
 

@@ -32,7 +32,7 @@ from engine.journal.records import DoneRecord, FailRecord, ForgetRecord, TurnRec
 from engine.journal.status import JobState, JournalStatus, UserJournalStatus
 from engine.paths import CharacterPaths
 from engine.shortterm import DEFAULT_CHAT, ShortTermMemory, turn_of
-from engine.shortterm.locks import LockTable
+from engine.shortterm.locks import lock_table
 from engine.stores.base import Store, Turn
 from engine.worker import JobError, Worker
 
@@ -73,7 +73,7 @@ class Journal:
         self.worker = worker
         self.policy = policy
         self.errors: deque[JobError] = deque(maxlen=100)
-        self._locks = LockTable()
+        self._locks = lock_table()
         self._logs: dict[str, UserLog] = {}
         self._opened: set[str] = set()
         self._closed = False

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -24,10 +23,10 @@ from pathlib import Path
 from typing import ContextManager, Protocol
 
 from engine.errors import DataFileError
-from engine.fileio import DATA_FILE_LIMITS, append_bytes_durably, atomic_write_text, read_bytes_capped
+from engine.fileio import DATA_FILE_LIMITS, append_bytes_durably, atomic_write_text, fsync_path, read_bytes_capped
 from engine.paths import CharacterPaths
 from engine.shortterm.chats import DEFAULT_CHAT, chat_folder
-from engine.shortterm.locks import LockTable
+from engine.shortterm.locks import lock_table
 from engine.shortterm.state import (
     Brain,
     Fold,
@@ -98,7 +97,7 @@ class FileBackend:
 
     def __init__(self, paths: CharacterPaths) -> None:
         self._paths = paths
-        self._locks = LockTable()
+        self._locks = lock_table()
         self._cache: dict[tuple[str, str], tuple[tuple[int, ...], _OnDisk]] = {}
         self._files: dict[tuple[str, str], tuple[Path, Path]] = {}
 
@@ -201,14 +200,7 @@ class FileBackend:
 
     def sync(self, user_id: str, *, chat_id: str = DEFAULT_CHAT) -> None:
         history, _ = self.files(user_id, chat_id)
-        try:
-            fd = os.open(history, os.O_RDONLY)
-        except FileNotFoundError:
-            return
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_path(history)
 
     def _writable(self, user_id: str, chat_id: str) -> _OnDisk:
         """The current files, repaired if a crash left a torn or unreadable line (under the lock)."""

@@ -1,6 +1,6 @@
 """Write locks that hold across threads and processes: a lock file next to the data (`filelock`).
 
-One `LockTable` per owner (a backend, a journal) maps lock-file paths to `PathLock`s. A `PathLock`
+One `lock_table()` per owner (a backend, a journal) maps lock-file paths to `PathLock`s. A `PathLock`
 is re-entrant within a thread; other threads of this process wait on a `threading.RLock` (no
 polling), other processes on the lock file (`flock`, released by the kernel when a process dies,
 so a SIGKILL never leaves a stale lock).
@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from filelock import FileLock, Timeout
+
+from engine.keyed import Keyed
 
 
 class PathLock:
@@ -52,16 +54,6 @@ class PathLock:
             self._thread.release()
 
 
-class LockTable:
+def lock_table() -> Keyed[Path, PathLock]:
     """The `PathLock` of each lock file, created on first use."""
-
-    def __init__(self) -> None:
-        self._locks: dict[Path, PathLock] = {}
-        self._guard = threading.Lock()
-
-    def get(self, path: Path) -> PathLock:
-        with self._guard:
-            lock = self._locks.get(path)
-            if lock is None:
-                lock = self._locks[path] = PathLock(path)
-            return lock
+    return Keyed(PathLock)

@@ -10,7 +10,6 @@ import logging
 import math
 import os
 import shutil
-import threading
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from datetime import date, datetime, timedelta, tzinfo
@@ -20,6 +19,7 @@ import numpy as np
 from engine.adapters.embedder import Embedder
 from engine.errors import EmbedderError
 from engine.fileio import append_text_durably, atomic_write_bytes
+from engine.keyed import Keyed
 from engine.paths import CharacterPaths
 from engine.search.base import SearchHit, SearchRequest
 from engine.stores.diary.dayfile import day_file_name, load_day, prepare_for_append, split_items
@@ -46,17 +46,12 @@ class FilesDiary:
         self.embedder = embedder
         self.progress = progress
         self.tag_filter = tag_filter
-        self._users: dict[str, UserDiary] = {}
-        self._users_lock = threading.Lock()
+        self._users: Keyed[str, UserDiary] = Keyed(
+            lambda user_id: UserDiary(self.paths.user(user_id), tz=self.tz, embedder=self.embedder, progress=self.progress))
 
     def user(self, user_id: str) -> UserDiary:
         """The user's diary, opened (index loaded or rebuilt) on first use."""
-        with self._users_lock:
-            diary = self._users.get(user_id)
-            if diary is None:
-                diary = UserDiary(self.paths.user(user_id), tz=self.tz, embedder=self.embedder, progress=self.progress)
-                self._users[user_id] = diary
-            return diary
+        return self._users.get(user_id)
 
     def source(self, user_id: str) -> "FileDiarySource":
         return FileDiarySource(self.user(user_id), tz=self.tz, tag_filter=self.tag_filter)
@@ -180,8 +175,7 @@ class FilesDiary:
             return done
 
     def rebuild(self, user_id: str, *, progress: bool = False) -> int:
-        with self._users_lock:
-            old = self._users.pop(user_id, None)
+        old = self._users.pop(user_id)
         if old is not None:
             old.close()
         cache = self.paths.user(user_id).cache / "diary"
@@ -243,14 +237,11 @@ class FilesDiary:
             return diary.search.search(request)
 
     def problems(self) -> list[str]:
-        with self._users_lock:
-            users = list(self._users.items())
+        users = self._users.items()
         return [f"{user_id}: {p}" for user_id, diary in users for p in diary.problems]
 
     def close(self) -> None:
-        with self._users_lock:
-            users = list(self._users.values())
-        for diary in users:
+        for _, diary in self._users.items():
             diary.close()
 
 

@@ -17,6 +17,7 @@ from engine.errors import ConfigError
 from engine.backends.postgres.connect import Database, PgSettings, describe_url
 from engine.backends.postgres.owners import Owners
 from engine.backends.postgres.schema import SchemaError, SchemaState, check_schema
+from engine.keyed import Keyed
 
 log = logging.getLogger(__name__)
 
@@ -35,16 +36,11 @@ class PgBackend:
 
     db: Database
     state: SchemaState
-    _owners: dict[str, Owners] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _owners: Keyed[str, Owners] = field(default_factory=lambda: Keyed(Owners))
 
     def owners(self, character_id: str) -> Owners:
         """One owner-id cache per character, shared by its repositories."""
-        with self._lock:
-            found = self._owners.get(character_id)
-            if found is None:
-                found = self._owners[character_id] = Owners(character_id)
-            return found
+        return self._owners.get(character_id)
 
     def check_dim(self, dim: int) -> None:
         if int(dim) != self.state.dim:

@@ -66,7 +66,10 @@ class PgFactRepository(RepositoryBase):
         self.facts = PgFacts(db, character_id, owners=self.owners)
 
     def user(self, user_id: str) -> PgUserFacts:
-        return self._user(user_id, lambda: PgUserFacts(index=self._new_index()))
+        return self._users.get(user_id)
+
+    def _new_user(self, user_id: str) -> PgUserFacts:
+        return PgUserFacts(index=self._new_index())
 
     @contextmanager
     def reading(self, user_id: str, *, fresh: bool = False) -> Iterator[View]:

@@ -112,24 +112,20 @@ class PgDiaryTurns:
                     added += cur.rowcount
             return added
 
+    def _read(self, user_id: str, sql: str, *params: Any) -> list[Any]:
+        return self.owners.rows(self.db, user_id, sql, *params)
+
     def get(self, user_id: str, turn_id: str) -> StoredTurn | None:
-        with self.db.tx() as conn:
-            owner = self.owners.get(conn, user_id, create=False)
-            if owner is None:
-                return None
-            row = conn.execute(f"SELECT {_COLUMNS} FROM diary_turns WHERE owner_id = %s AND turn_id = %s",
-                               (owner, turn_id)).fetchone()
-            return None if row is None else _row_to_turn(row)
+        rows = self._read(user_id, f"SELECT {_COLUMNS} FROM diary_turns WHERE owner_id = %s AND turn_id = %s", turn_id)
+        return _row_to_turn(rows[0]) if rows else None
 
     def get_many(self, user_id: str, turn_ids: Sequence[str]) -> dict[str, StoredTurn]:
         """The live turns among `turn_ids`, by id (search results -> texts)."""
-        with self.db.tx() as conn:
-            owner = self.owners.get(conn, user_id, create=False)
-            if owner is None or not turn_ids:
-                return {}
-            rows = conn.execute(f"SELECT {_COLUMNS} FROM diary_turns WHERE owner_id = %s AND turn_id = ANY(%s) "
-                                "AND deleted_at IS NULL", (owner, list(turn_ids))).fetchall()
-            return {t.id: t for t in map(_row_to_turn, rows)}
+        if not turn_ids:
+            return {}
+        rows = self._read(user_id, f"SELECT {_COLUMNS} FROM diary_turns WHERE owner_id = %s AND turn_id = ANY(%s) "
+                          "AND deleted_at IS NULL", list(turn_ids))
+        return {t.id: t for t in map(_row_to_turn, rows)}
 
     def users(self) -> list[str]:
         """The character's users in the database (recorded through any worker)."""
@@ -137,28 +133,17 @@ class PgDiaryTurns:
             return self.owners.users(conn)
 
     def day_counts(self, user_id: str) -> list[tuple[date, int]]:
-        with self.db.tx() as conn:
-            owner = self.owners.get(conn, user_id, create=False)
-            if owner is None:
-                return []
-            return [tuple(r) for r in conn.execute(
-                "SELECT local_day, count(*) FROM diary_turns WHERE owner_id = %s AND deleted_at IS NULL "
-                "GROUP BY local_day ORDER BY local_day", (owner,)).fetchall()]
+        return [tuple(r) for r in self._read(
+            user_id, "SELECT local_day, count(*) FROM diary_turns WHERE owner_id = %s AND deleted_at IS NULL "
+            "GROUP BY local_day ORDER BY local_day")]
 
     def range(self, user_id: str, start: datetime, end: datetime, *, limit: int | None = None) -> list[StoredTurn]:
         """Live turns with start <= time < end, chronological (an index range scan)."""
         split_time(start, what="range start")
         split_time(end, what="range end")
-        with self.db.tx() as conn:
-            owner = self.owners.get(conn, user_id, create=False)
-            if owner is None:
-                return []
-            rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM diary_turns WHERE owner_id = %s AND deleted_at IS NULL "
-                "AND at >= %s AND at < %s ORDER BY at, turn_id LIMIT %s",
-                (owner, start, end, limit),
-            ).fetchall()
-            return [_row_to_turn(r) for r in rows]
+        rows = self._read(user_id, f"SELECT {_COLUMNS} FROM diary_turns WHERE owner_id = %s AND deleted_at IS NULL "
+                          "AND at >= %s AND at < %s ORDER BY at, turn_id LIMIT %s", start, end, limit)
+        return [_row_to_turn(r) for r in rows]
 
     def explain_range(self, user_id: str, start: datetime, end: datetime) -> str:
         """The query plan of `range` (to show that it is an index range scan)."""
@@ -173,32 +158,19 @@ class PgDiaryTurns:
 
     def all(self, user_id: str, *, include_deleted: bool = False) -> list[StoredTurn]:
         """Every turn of the user, chronological (export)."""
-        with self.db.tx() as conn:
-            owner = self.owners.get(conn, user_id, create=False)
-            if owner is None:
-                return []
-            live = "" if include_deleted else " AND deleted_at IS NULL"
-            rows = conn.execute(f"SELECT {_COLUMNS} FROM diary_turns WHERE owner_id = %s{live} ORDER BY at, turn_id",
-                                (owner,)).fetchall()
-            return [_row_to_turn(r) for r in rows]
+        live = "" if include_deleted else " AND deleted_at IS NULL"
+        rows = self._read(user_id, f"SELECT {_COLUMNS} FROM diary_turns WHERE owner_id = %s{live} ORDER BY at, turn_id")
+        return [_row_to_turn(r) for r in rows]
 
     def last_time(self, user_id: str) -> datetime | None:
         """When the user's last live turn was said (one index lookup)."""
-        with self.db.tx() as conn:
-            owner = self.owners.get(conn, user_id, create=False)
-            if owner is None:
-                return None
-            row = conn.execute("SELECT at, at_off FROM diary_turns WHERE owner_id = %s AND deleted_at IS NULL "
-                               "ORDER BY at DESC LIMIT 1", (owner,)).fetchone()
-            return None if row is None else join_time(row[0], row[1])
+        rows = self._read(user_id, "SELECT at, at_off FROM diary_turns WHERE owner_id = %s AND deleted_at IS NULL "
+                          "ORDER BY at DESC LIMIT 1")
+        return join_time(rows[0][0], rows[0][1]) if rows else None
 
     def count(self, user_id: str) -> int:
-        with self.db.tx() as conn:
-            owner = self.owners.get(conn, user_id, create=False)
-            if owner is None:
-                return 0
-            return conn.execute("SELECT count(*) FROM diary_turns WHERE owner_id = %s AND deleted_at IS NULL",
-                                (owner,)).fetchone()[0]
+        rows = self._read(user_id, "SELECT count(*) FROM diary_turns WHERE owner_id = %s AND deleted_at IS NULL")
+        return rows[0][0] if rows else 0
 
     def forget(self, user_id: str, turn_id: str) -> int:
         """Delete a turn from the diary and its search index; returns 1, or 0 if there was none."""
@@ -257,21 +229,11 @@ class PgDiaryTurns:
 
     def digest(self, user_id: str, day: date) -> tuple[int, str] | None:
         """(turns, text) of the user's digest of `day`, or None."""
-        with self.db.tx() as conn:
-            owner = self.owners.get(conn, user_id, create=False)
-            if owner is None:
-                return None
-            row = conn.execute("SELECT turns, text FROM diary_digests WHERE owner_id = %s AND local_day = %s",
-                               (owner, day)).fetchone()
-            return None if row is None else (int(row[0]), str(row[1]))
+        rows = self._read(user_id, "SELECT turns, text FROM diary_digests WHERE owner_id = %s AND local_day = %s", day)
+        return (int(rows[0][0]), str(rows[0][1])) if rows else None
 
     def digests(self, user_id: str) -> list[tuple[date, int, str, str]]:
         """(day, turns, text, written_by) for every digest of the user, by day."""
-        with self.db.tx() as conn:
-            owner = self.owners.get(conn, user_id, create=False)
-            if owner is None:
-                return []
-            return [tuple(r) for r in conn.execute(
-                "SELECT local_day, turns, text, written_by FROM diary_digests WHERE owner_id = %s ORDER BY local_day",
-                (owner,)).fetchall()]
+        return [tuple(r) for r in self._read(
+            user_id, "SELECT local_day, turns, text, written_by FROM diary_digests WHERE owner_id = %s ORDER BY local_day")]
 

@@ -224,14 +224,11 @@ class PgJournal:
 
     def turns(self, user_id: str, *, chat_id: str | None = None, last: int = 2) -> list[JournalTurn]:
         """The user's most recent recorded turns, oldest first (regenerate detection)."""
-        with self.db.tx() as conn:
-            owner = self.owners.get(conn, user_id, create=False)
-            if owner is None:
-                return []
-            rows = conn.execute(
-                "SELECT turn_id, at, at_off, user_text, assistant_text, chat_id, replaces FROM journal_turns "
-                "WHERE owner_id = %s AND (%s::text IS NULL OR chat_id = %s) ORDER BY recorded_at DESC, at DESC LIMIT %s",
-                (owner, chat_id, chat_id, last)).fetchall()
+        rows = self.owners.rows(
+            self.db, user_id,
+            "SELECT turn_id, at, at_off, user_text, assistant_text, chat_id, replaces FROM journal_turns "
+            "WHERE owner_id = %s AND (%s::text IS NULL OR chat_id = %s) ORDER BY recorded_at DESC, at DESC LIMIT %s",
+            chat_id, chat_id, last)
         return [JournalTurn(turn_id=r[0], user_id=user_id, at=join_time(r[1], r[2]), user=r[3], assistant=r[4],
                             chat_id=r[5], replaces=r[6]) for r in reversed(rows)]
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import threading
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import psycopg
 
+from engine.backends.postgres.connect import Database
 from engine.errors import EngineError
 from engine.paths import validate_id
 
@@ -50,6 +52,13 @@ class Owners:
             with self._lock:
                 self._ids[user_id] = owner
         return owner
+
+    def rows(self, db: Database, user_id: str, sql: str, *params: Any) -> list[Any]:
+        """The rows of one read whose first parameter is the user's owner id; none for a user the
+        database has never seen (a read makes no owner)."""
+        with db.tx() as conn:
+            owner = self.get(conn, user_id, create=False)
+            return [] if owner is None else conn.execute(sql, (owner, *params)).fetchall()
 
     def users(self, conn: psycopg.Connection) -> list[str]:
         rows = conn.execute(

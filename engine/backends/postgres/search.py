@@ -150,18 +150,12 @@ class PgTurnSearch:
     def missing(self, user_id: str, *, limit: int = 1000) -> list[str]:
         """Ids of live diary turns that have no search row or no vectors (to index them)."""
         column = "embedding" if self.pgvector else "vec"
-        with self.db.tx() as conn:
-            owner = self.owners.get(conn, user_id, create=False)
-            if owner is None:
-                return []
-            rows = conn.execute(
-                f"SELECT d.turn_id FROM diary_turns d LEFT JOIN turn_search s USING (owner_id, turn_id) "
-                f"WHERE d.owner_id = %s AND d.deleted_at IS NULL AND (s.turn_id IS NULL OR NOT s.live OR s.{column} IS NULL "
-                f"OR s.halves IS NULL) "
-                f"ORDER BY d.at LIMIT %s",
-                (owner, limit),
-            ).fetchall()
-            return [r[0] for r in rows]
+        rows = self.owners.rows(
+            self.db, user_id,
+            f"SELECT d.turn_id FROM diary_turns d LEFT JOIN turn_search s USING (owner_id, turn_id) "
+            f"WHERE d.owner_id = %s AND d.deleted_at IS NULL AND (s.turn_id IS NULL OR NOT s.live OR s.{column} IS NULL "
+            f"OR s.halves IS NULL) ORDER BY d.at LIMIT %s", limit)
+        return [r[0] for r in rows]
 
     def ensure_owner_index(self, user_id: str) -> str | None:
         """Build the user's partial HNSW index once they have `hnsw_min_rows` indexed turns

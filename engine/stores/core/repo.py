@@ -36,10 +36,11 @@ import filelock
 
 from engine.adapters.embedder import Embedder
 from engine.errors import DataFileError
+from engine.fileio import append_bytes_durably, atomic_write_bytes
+from engine.keyed import Keyed
 from engine.paths import CharacterPaths, UserPaths
 from engine.stores.core.cache import IndexCache
 from engine.stores.core.errors import FactStoreBusyError
-from engine.fileio import append_bytes_durably, atomic_write_bytes
 from engine.stores.core.facts import dump_facts, parse_facts
 from engine.stores.core.index import GUARD_EXACT_MAX, FactIndex, sync_index
 from engine.stores.core.pending import PendingTurn, pending_path, read_pending, set_aside, write_pending
@@ -110,8 +111,7 @@ class RepositoryBase:
         self.check_interval_s = check_interval_s
         self.clock = clock
         self.guard_exact_max = guard_exact_max
-        self._users: dict[str, Any] = {}
-        self._users_lock = threading.Lock()
+        self._users: Keyed[str, Any] = Keyed(self._new_user)
         self.embedded = 0
         """How many fact texts have been embedded (a hand edit should add only the changed ones)."""
 
@@ -119,16 +119,11 @@ class RepositoryBase:
         self.embedded += len(texts)
         return self.embedder.embed(texts, role="passage")
 
-    def _user(self, user_id: str, new: Callable[[], Any]) -> Any:
-        with self._users_lock:
-            user = self._users.get(user_id)
-            if user is None:
-                user = self._users[user_id] = new()
-            return user
+    def _new_user(self, user_id: str) -> Any:
+        raise NotImplementedError  # each repository makes its own kind of loaded user
 
     def loaded_users(self) -> list[tuple[str, Any]]:
-        with self._users_lock:
-            return list(self._users.items())
+        return self._users.items()
 
 
 class FilesFactRepository(RepositoryBase):
@@ -152,11 +147,11 @@ class FilesFactRepository(RepositoryBase):
     # ------------------------------------------------------------------ access
 
     def user(self, user_id: str) -> UserFacts:
-        def new() -> UserFacts:
-            paths = self.paths.user(user_id)
-            return UserFacts(paths=paths, file_lock=filelock.FileLock(str(paths.root / LOCK_FILE)))
+        return self._users.get(user_id)
 
-        return self._user(user_id, new)
+    def _new_user(self, user_id: str) -> UserFacts:
+        paths = self.paths.user(user_id)
+        return UserFacts(paths=paths, file_lock=filelock.FileLock(str(paths.root / LOCK_FILE)))
 
     @contextmanager
     def reading(self, user_id: str, *, fresh: bool = False) -> Iterator[View]:

@@ -7,6 +7,7 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from engine.adapters.llm import LLM
 from engine.errors import LLMError
@@ -98,16 +99,23 @@ def fallback_digest(tags: Sequence[str], *, language: str) -> str:
     counts = Counter(tags)  # counted in C; the small talk and untagged turns taken out after
     n_chit = counts.pop(chit, 0) + counts.pop("", 0)
     topics = [t for t, _ in counts.most_common(8)]
-    if language == "zh":
-        text = f"共 {len(tags)} 轮"
-        if topics:
-            text += "；聊到：" + "、".join(topics)
-        if n_chit:
-            text += f"（{n_chit} 轮日常闲聊）"
-        return text
-    text = f"{len(tags)} turns"
+    words = _FALLBACK_WORDS["zh" if language == "zh" else "en"]
+    text = words.turns.format(n=len(tags))
     if topics:
-        text += "; topics: " + ", ".join(topics)
+        text += words.topics + words.joiner.join(topics)
     if n_chit:
-        text += f" ({n_chit} turns of small talk)"
+        text += words.small_talk.format(n=n_chit)
     return text
+
+
+class _DigestWords(NamedTuple):
+    turns: str
+    topics: str
+    joiner: str
+    small_talk: str
+
+
+_FALLBACK_WORDS = {
+    "zh": _DigestWords("共 {n} 轮", "；聊到：", "、", "（{n} 轮日常闲聊）"),
+    "en": _DigestWords("{n} turns", "; topics: ", ", ", " ({n} turns of small talk)"),
+}
