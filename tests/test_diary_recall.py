@@ -372,6 +372,16 @@ def test_false_trigger_and_recall_rates():
         ("唔該講返27號我哋傾過啲乜", True),
         ("琴日好攰，瞓咗成日", False),
         ("前日同屋企人去咗飲茶，好飽", False),
+        # blind set 18: a question after interjections, what you drew up or a speech act of yours
+        # named as a thing, 你…给出的具体建议
+        ("wait what was the app u recommended yesterday", True),
+        ("um so what did we talk about on Monday", True),
+        ("Can you remind me of the pros and cons you listed for the job offer yesterday?", True),
+        ("Please state the specific recommendation you made regarding my knee on Tuesday.", True),
+        ("请告知昨天对话中你对膝盖所给出的具体建议。", True),
+        ("wait I went hiking yesterday lol", False),
+        ("oh what a day yesterday was", False),
+        ("The cake you made yesterday was great", False),
     ],
     ids=lambda v: str(v),
 )

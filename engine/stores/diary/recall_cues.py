@@ -151,7 +151,8 @@ ZH_INDIRECT = re.compile(r"问(我|他|她|过我)(为什么|为啥|怎么|什�
 ZH_FINAL_NE = re.compile(r"呢\s*$")
 ZH_STILL = re.compile(r"着呢\s*$|[还可真][^，。！？,.!?]*呢\s*$")
 EN_QUESTION = re.compile(
-    r"\?|^\s*(?:(?:so|and|ok|okay|well|hey|but|then)\b,?\s+)?"
+    # after up to three interjections ("wait what was…", "um so what did…", "oh hey, where…")
+    r"\?|^\s*(?:(?:so|and|ok|okay|well|hey|hi|but|then|wait|um+|uh+|oh|ah|hmm+|yo|btw|also|sorry|anyway|oops|lol)\b[,.!]*\s+){0,3}"
     r"(?:(what(?!\s+an?\b)|whats|wheres|whos|when|where|who|whom|whose|which|why|how|any idea)\b"
     # an auxiliary opens a question only before its subject ("Had the worst date of my life" is not);
     # have / had before my / your / our is the verb ("had my exam on the 18th, i think i did ok??")
@@ -174,7 +175,7 @@ TOLD = re.compile(r"\b(i|we) (told you|said(?![^.?!]*\bto (?:my|his|her|their|th
                    r"|helped me|(started |were )?(telling|explaining|describing))\b"
                    # what you made or promised for me ("你帮我起的昵称", "你给我写的诗", 你答应过我),
                    # asking to hear it again ("can you repeat the list?")
-                   r"|你[^，。！？,.!?我]{0,6}?(给|帮)我[^，。！？,.!?]{1,3}的|[你您](给|告诉|教)(了|过)我|[你您][^，。！？,.!?我]{0,8}?给(出)?(我)?的(建议|推荐|意见|方法|办法|答案|回答|说法|主意)|你[^，。！？,.!?]{0,6}?(答应|承诺|保证)(过)?我"
+                   r"|你[^，。！？,.!?我]{0,6}?(给|帮)我[^，。！？,.!?]{1,3}的|[你您](给|告诉|教)(了|过)我|[你您][^，。！？,.!?我]{0,8}?给(出)?(我)?的(具体|详细|那些|那个|那条)?(建议|推荐|意见|方法|办法|答案|回答|说法|主意)|你[^，。！？,.!?]{0,6}?(答应|承诺|保证)(过)?我"
                    r"|\b(can|could|would) you (please )?repeat\b|(^|[.!?,;—–-]\s*)(please )?repeat\b"
                    r"|你[^，。！？,.!?]{0,6}?(推荐|介绍|说|讲|发)(给)?我的|你(有没有|是不是)?给(了|过)(我)?|你(有没有|是不是)给(过)?我|你(纠正|指出|批评|夸|表扬|提醒|鼓励|安慰)(了|过)我|你[^，。！？,.!?]{0,4}?(让|叫)我[^，。！？,.!?]{1,4}?的|\bdid you (give|send|tell|show|recommend|suggest|promise) me\b|\bdid you (suggest|recommend|promise|mention)\b"
                    r"|[你您](当时|那时|是)?(怎么|咋|如何)[^，。！？,.!?]{0,4}?(说|讲|劝|回答|建议|安慰|评价|鼓励|看)(我)?的|原话"
@@ -212,7 +213,9 @@ TALK = re.compile(
     r"|\b(the|that) (\w+ ){0,2}(talk|chat|conversation|convo|discussion) (we|i|you) had\b"
     r"|\b(full|whole|entire|complete) (talk|chat|conversation|convo|discussion)\b"
     r"|\b(everything|all|every topic|whatever) (we|i|you) (said|talked about|discussed|covered|went over|chatted about|got through|got into|hit)\b"
-    r"|\byou (used|made up|wrote|composed|invented|laid out|put together)\b"
+    r"|\byou (used|made up|wrote|composed|invented|laid out|put together|listed|outlined|drew up|mapped out|broke down)\b"
+    # a speech act of yours named as a thing ("the recommendation you made on Monday")
+    r"|\b(recommendations?|suggestions?|promises?|predictions?|points?|remarks?|comments?|arguments?|jokes?|offers?) (that )?you made\b"
     # as non-native writers say it ("we have chatted", "we was talking"), and talking to you
     r"|\bwe (have |had |were |was )(talked|chatted|spoke|talking|chatting|speaking)\b|\b(talking|chatting|speaking) (to|with) you\b",
     re.IGNORECASE,
