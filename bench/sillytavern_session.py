@@ -7,6 +7,10 @@ same checks as `bench/replay_frontend.py` on what kioku stored, and this session
     # public/lib/pdf.worker.mjs.map: add `-- . ':(exclude)<path>'` for each; this session uses none)
     PYTHONPATH=$PWD .venv/bin/python bench/sillytavern_session.py --sillytavern /work/st --keep /tmp/st-session
 
+(1.11.x, whose one user's data lives in its `public/` folder, runs the same way: its settings are
+put back to its defaults and its chats cleared first. 1.10 and older have no Custom
+(OpenAI-compatible) source to connect with.)
+
 What runs, all on 127.0.0.1 and offline: `engine.testing.fake_openai` as the upstream LLM; `kioku serve`
 with `service.trusted_headers: [kioku, openwebui]`, `service.create_characters: on` and a token; a
 small recording proxy in front of it (every request SillyTavern sends is written as a recording line
@@ -201,11 +205,20 @@ class SillyTavern:
         return f"http://127.0.0.1:{self.port}"
 
     @property
+    def legacy(self) -> bool:
+        """Before 1.12 there is no `dataRoot`: the one user's data lives in the app's `public/`."""
+        return "dataRoot" not in (self.home / "default" / "config.yaml").read_text(encoding="utf-8")
+
+    @property
     def user_dir(self) -> Path:
-        return self.folder / "data" / "default-user"
+        return self.home / "public" if self.legacy else self.folder / "data" / "default-user"
 
     def prepare(self, cards: dict[str, dict[str, Any]]) -> None:
-        """A fresh data folder holding the character cards."""
+        """A fresh data folder holding the character cards (a legacy `public/` gets the default
+        settings back and loses its chats, as after its install)."""
+        if self.legacy:
+            shutil.copyfile(self.home / "default" / "settings.json", self.user_dir / "settings.json")
+            shutil.rmtree(self.user_dir / "chats", ignore_errors=True)
         characters = self.user_dir / "characters"
         characters.mkdir(parents=True, exist_ok=True)
         for stem, card in cards.items():
@@ -329,7 +342,8 @@ class Session:
         page.goto(self.base)
         page.wait_for_selector("#send_textarea", state="attached")
         # A fresh data folder: the welcome popup asks for a name (the persona is set in its own panel).
-        ok = page.locator("dialog.popup .popup-button-ok:visible")
+        # (1.12 opens it as a <dialog>, 1.11 and older in the legacy #shadow_popup)
+        ok = page.locator("dialog.popup .popup-button-ok:visible, #shadow_popup #dialogue_popup_ok:visible")
         try:
             ok.first.wait_for(state="visible", timeout=20_000)
             self.shot("welcome")
@@ -474,7 +488,8 @@ class Session:
         """Options -> Start new chat -> Yes (the current chat is kept)."""
         page = self.page
         self.option("option_start_new_chat")
-        ok = page.locator("dialog.popup .popup-button-ok:visible").first
+        # (1.12 opens it as a <dialog>, 1.11 and older in the legacy #shadow_popup)
+        ok = page.locator("dialog.popup .popup-button-ok:visible, #shadow_popup #dialogue_popup_ok:visible").first
         ok.wait_for(state="visible")
         self.shot("new-chat-confirm")
         ok.click()
@@ -644,14 +659,16 @@ def check_session(exchanges: Sequence[Exchange], stores: dict[str, dict], files:
 
     # The persona's name: what the character calls the user in kioku's prompt (kioku's persona
     # template: "你是小雪，正在和林舟聊天。" / "You are Ann, chatting with 林舟."). SillyTavern names the
-    # persona only in its main prompt, which kioku does not pass on: the cards do not mention it.
+    # persona only in its main prompt, which kioku does not pass on: the cards do not mention it
+    # (the Summarize extension's "[Summary: …]", which 1.11 sends as a system message, may).
     said = (f"正在和{PERSONA}聊天", f"chatting with {PERSONA}")
     missing = [ex.line.seq for ex in conversations if ex.prompt is None or not any(
         s_ in text_of(m.get("content")) for m in ex.prompt.get("messages") or () if m.get("role") == "system"
         for s_ in said)]
     in_cards = sorted({ex.line.seq for ex in conversations for m in ex.line.body.get("messages") or ()
                        if m.get("role") == "system" and PERSONA in text_of(m.get("content"))
-                       and not re.match(r"Write .+?'s next reply in a fictional chat between", text_of(m.get("content")))})
+                       and not re.match(r"Write .+?'s next reply in a fictional chat between|\[Summary:",
+                                        text_of(m.get("content")))})
     report.check(not missing and not in_cards,
                  f"persona {PERSONA} as the user's name in kioku's prompt ({' / '.join(said)}): "
                  f"{len(conversations) - len(missing)} of {len(conversations)} conversation prompts"
