@@ -104,3 +104,21 @@ def test_through_build_prompt(diary_of_two_days, message, asks):
         assert any("favourite song" in t for t in lines) and any("noodles" in t for t in lines), lines
     else:
         assert lines == [], lines
+
+
+@pytest.mark.parametrize("message", [
+    # news, then a riddle or a question about it that is no request for our talk (blind sets 17, 19)
+    "你猜我干嘛去了？前天我去看演唱会了！",
+    "Two days ago I finally told her I like her. She said she needs time. What does that mean?",
+])
+def test_news_before_a_question_of_now_is_not_left_to_the_model(diary_of_two_days, embedder, message):
+    vector = embedder.embed([residual_of(message) or message], role="query")[0]
+    assert asks_recall(vector, embedder.model_id), "the model alone would pull the day: the rules must settle it"
+    assert _day_lines(diary_of_two_days.build_prompt(message, user_id="u", now=NOW)) == []
+
+
+def test_a_vague_day_gives_way_to_the_day_the_message_corrects_it_to(diary_of_two_days):
+    message = "What did we chat about the other day… wait, no, it was two days ago. What was all that about?"
+    lines = _day_lines(diary_of_two_days.build_prompt(message, user_id="u", now=NOW))
+    assert any("noodles" in t for t in lines), lines
+    assert not any("curry" in t for t in lines), lines  # four and six days ago: "the other day", corrected

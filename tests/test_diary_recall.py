@@ -382,6 +382,13 @@ def test_false_trigger_and_recall_rates():
         ("wait I went hiking yesterday lol", False),
         ("oh what a day yesterday was", False),
         ("The cake you made yesterday was great", False),
+        # blind set 19: a correction after the question ("…the other time? No wait, it was on the
+        # 4th"), our talk named as both sides' exchange in a formal request; news before a question
+        # to the character or a riddle asks nothing of the day (test_asks_recall.py: the model is not asked)
+        ("What did I say about my sister the other time? No wait, it was on the 4th, I think.", True),
+        ("我们聊了什么来着？哦不对，是上周一", True),
+        ("烦请将前天双方交流的主要内容逐条列出，以便本人查阅。", True),
+        ("Two days ago we had a really deep conversation. Can you go back over it with me?", True),
     ],
     ids=lambda v: str(v),
 )

@@ -85,6 +85,10 @@ class Answering:
     """The embedder's model (the decision of `asking.py` has weights per model)."""
 
 
+VAGUE_KINDS = frozenset({"recent", "few_days_ago"})
+"""Ranges that name no day ("lately", "these days", "the other day", 前几天)."""
+
+
 def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> list[Hit]:
     from engine.timeparse import parse_time_ranges
 
@@ -97,14 +101,15 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
     who = (as_tables_read(names.user), as_tables_read(names.char))  # the participants, as the tables read them
     expressions = parse_time_ranges(said, now=now)
     ranges = past_ranges(said, expressions, now)
-    if any(e.kind != "recent" for e, _ in ranges):
-        # a vague "lately" / 最近 gives way to the day the message names ("what did we chat about on
-        # Monday? I keep forgetting things lately")
-        ranges = [(e, r) for e, r in ranges if e.kind != "recent"]
+    if any(e.kind not in VAGUE_KINDS for e, _ in ranges):
+        # a vague "lately" / 最近 / "the other day" gives way to the day the message names ("what did
+        # we chat about on Monday? I keep forgetting things lately", "…the other day… wait, no, it
+        # was three days ago")
+        ranges = [(e, r) for e, r in ranges if e.kind not in VAGUE_KINDS]
     decision = decide_for(said, ranges, now, require_cue=config.require_recall_cue, names=who)
     # what the message asks besides its time words: read by both models of `asking.py`
     rest_vector = piece_vector(query, residual(query.message, [e.span for e in expressions], names))
-    if not decision.use and config.require_recall_cue and names_past_day(ranges, now):
+    if not decision.use and not decision.settled and config.require_recall_cue and names_past_day(ranges, now):
         learned = asks_recall(rest_vector, how.model_id)
         if learned:
             decision = RecallDecision(True, "", learned)

@@ -157,8 +157,10 @@ _SENTENCE_END = re.compile(r"[。！？!?\n]+|\.+(?=\s|$)")
 # think it was Monday").
 _ONLY_THE_TIME = re.compile(
     r"[\W\d_]+|\b(it|that|this|was|is|were|on|at|in|about|around|or|so|i|we|you|did|think|guess|maybe|probably|"
-    r"pretty|sure|feels?|like|if|remember|right|correctly|the|one)\b"
-    r"|是|在|那天|那次|那个|那件|那句|那些|的时候|左右|大概|好像|应该|可能|似乎|也许|就|吧|我记得|说的|问的|聊的|提的|讲的",
+    r"pretty|sure|feels?|like|if|remember|right|correctly|the|one|no|wait|sorry|mean|actually|oh|hmm|um|oops)\b"
+    r"|是|在|那天|那次|那个|那件|那句|那些|的时候|左右|大概|好像|应该|可能|似乎|也许|就|吧|我记得|说的|问的|聊的|提的|讲的"
+    # a correction ("…the other day… wait, no, it was on the 4th", "哦不对，是上周一")
+    r"|不对|不是|哦|呃|嗯|错了|说错了|我是说|应该说",
     re.IGNORECASE)
 
 
@@ -220,6 +222,8 @@ class RecallDecision:
     """The words that made it a recall question ("" when none)."""
     learned: str = ""
     """Why the model of `asking.asks_recall` fired where no word rule did ("" when it did not)."""
+    settled: bool = False
+    """The rules found that it asks something else (`asks_about_now`): the model is not asked."""
 
     @property
     def why(self) -> str:
@@ -381,4 +385,25 @@ def decide(message: str, *, has_past_range: bool, require_cue: bool = True,
         return RecallDecision(True, _as_written(message, spelled, wish)[0])
     if question and _asks_about_then(clauses):
         return RecallDecision(True, "a question about a past day")
-    return RecallDecision(False, "")
+    return RecallDecision(False, "", settled=asks_about_now(message, spans))
+
+
+def asks_about_now(message: str, spans: Sequence[tuple[int, int]]) -> bool:
+    """The past time is told in a statement, and every question of the message, a sentence without
+    it, asks the character about itself or now, or is a riddle (`ABOUT_NOW`): "I watched Inception
+    on June 21. Have you seen it?", "你猜我干嘛去了？昨天我去看演唱会了！". Nothing there asks for our
+    talk of that day, so the learned model is not asked to find it."""
+    clauses = [(m, spelled_out(m.group())) for m in _CLAUSE.finditer(message)]
+    asked = [(m, spelled) for m, spelled in clauses if is_question(m.group())]
+    told = [(m, spelled) for m, spelled in clauses if not is_question(m.group()) and _holds(m, spans)]
+    if not asked or not told or any(TALK.search(spelled) or TOLD.search(spelled) for _, spelled in told):
+        return False
+    # a request ("can you go over it?", 你能概括一下吗), a memory word (有啥我该记住的吗) or what one of
+    # us told asks for the talk
+    return all(ABOUT_NOW.search(m.group()) and not (BACK_REFERENCE.search(m.group()) or ASKING.search(spelled)
+                                                     or TALK.search(spelled) or TOLD.search(spelled)
+                                                     or _MEMORY_WORD.search(spelled) or _holds(m, spans))
+               for m, spelled in asked)
+
+
+_MEMORY_WORD = re.compile(r"记|忘|想起|\b(remember|recall|forget|forgot|remind)", re.IGNORECASE)

@@ -191,7 +191,7 @@ TALK = re.compile(
     r"(?<![跟和对给向问把])你[上下昨前今那这之以刚才周天月号日早晚午年星期礼拜一二三四五六七八九十0-9还又也都曾经]{0,6}?"
     r"(是不是|有没有|不是)?(跟我|和我|对我|给我|向我)?(说|讲|提到|提(?=了|过|出)|推荐|建议|介绍|告诉我|回答|答应|劝|提醒|让我|叫我)"
     r"(?!为啥|为什么|是不是|怎么|要不要|会不会|该不该|咋|能不能|有没有|哪)"
-    r"|你给(过)?我的|[你您](对|关于)[^，。！？,.!?]{1,10}的(看法|意见|态度|观点|建议)|(我们|咱们|咱俩|我俩)(一起|最后|最终|当时|后来)?(讨论|聊|谈|商量|交流|研究|决定|定|计划|规划|构思|头脑风暴)|的(聊天|对话|谈话|交流)|(我们|咱们|咱俩)的(故事|剧情)|(?<=[天晚周末号日上午下午一二三四五六])聊(到|起|了)?[^，。！？,.!?]{1,10}?(的时候|那会儿?)|(聊天|对话|谈话)的?(内容|记录|摘要|纪要|重点|总结)|(那场|那次|那段|那些|整段|全部的?|所有的?)(聊天|对话|谈话)(内容|记录)?|"
+    r"|你给(过)?我的|[你您](对|关于)[^，。！？,.!?]{1,10}的(看法|意见|态度|观点|建议)|(我们|咱们|咱俩|我俩)(一起|最后|最终|当时|后来)?(讨论|聊|谈|商量|交流|研究|决定|定|计划|规划|构思|头脑风暴)|的(聊天|对话|谈话|交流)|(我们|咱们|咱俩)的(故事|剧情)|(?<=[天晚周末号日上午下午一二三四五六])聊(到|起|了)?[^，。！？,.!?]{1,10}?(的时候|那会儿?)|(聊天|对话|谈话)的?(内容|记录|摘要|纪要|重点|总结)|双方的?(交流|沟通|对话|谈话|聊天)|(那场|那次|那段|那些|整段|全部的?|所有的?)(聊天|对话|谈话)(内容|记录)?|"
     r"\b(i|we) (told|asked|showed|sent|promised|gave) you\b|\byou (told|asked|showed|sent|gave|promised) me\b"
     r"|\b(i|we) (shared|vented|ranted|complained|confided|opened up)( \w+)? (with|to|in) you\b|\b(what|things?|stuff) we (covered|went over)\b"
     # a subject raised in our talk ("when I brought it up on Monday", "the topic you raised")
@@ -211,6 +211,7 @@ TALK = re.compile(
     # not "we went over it in class yesterday"
     r"|\bour (\w+ ){0,2}(talks?|chats?|conversations?|convos?|discussions?|exchanges?|brainstorm|catch-?up|call)\b"
     r"|\b(the|that) (\w+ ){0,2}(talk|chat|conversation|convo|discussion) (we|i|you) had\b"
+    r"|\bwe had an? (\w+ ){0,3}(talk|chat|conversation|convo|discussion|heart-to-heart)\b"
     r"|\b(full|whole|entire|complete) (talk|chat|conversation|convo|discussion)\b"
     r"|\b(everything|all|every topic|whatever) (we|i|you) (said|talked about|discussed|covered|went over|chatted about|got through|got into|hit)\b"
     r"|\byou (used|made up|wrote|composed|invented|laid out|put together|listed|outlined|drew up|mapped out|broke down)\b"
@@ -234,7 +235,7 @@ of going over the past: "Help me draft the letter" asks for something else)."""
 ASKING = re.compile(
     r"(^|[，。！？,.!?；;\s]|你|能不能|可以)(帮我|给我|请|麻烦)|(帮我|给我)(看|想|回忆|找|查|说|讲|念|列|总结|整理|复述|再)"
     # what to do with it, in a word ("一句话概括", "划一下重点", "直接甩给我", "过一遍")
-    r"|概括|摘要|纪要|重点|过一遍|列一下|列一遍|发我|甩给我|念给我|再发一次|说道说道|简单说|(?<!了)一下(吧|呗|呀|嘛|哈)?[\W～~]*$"
+    r"|概括|摘要|纪要|重点|过一遍|列一下|列一遍|列出|烦请|劳烦|恳请|发我|甩给我|念给我|再发一次|说道说道|简单说|(?<!了)一下(吧|呗|呀|嘛|哈)?[\W～~]*$"
     r"|\b(can|could|may) i (have|get|see)\b|\b(i )?need (a|an|the|my|whatever)\b|\bi want (a|an|the|my)\b|\bgive us\b|\bhit me with\b"
     r"|再(说|讲)一(遍|次)|再[^，。！？,.!?]{0,3}一(遍|次|下)|(总结|概括|回顾|梳理|复述)一?下|复述|重复一下|还没(回答|回复|告诉我|说)|我(需要|想知道|想(看看|看一下|翻翻|回顾一下|找找|了解|问问))"
     r"|\b(can|could|would) (you|u)\b|\bplease\b|\bagain\b|\brepeat\b|\bi need (the|to know)\b"
