@@ -8,6 +8,7 @@ import pytest
 from engine.errors import DataFileError
 from engine.stores.base import Turn
 from engine.stores.core import Fact, FactOp, ReplyError, parse_reply, rule_ops, statements
+from engine.stores.core.rules import slot_of
 from engine.stores.core.facts import dump_facts, parse_facts
 
 TZ = ZoneInfo("Asia/Shanghai")
@@ -84,7 +85,7 @@ STATEMENTS = {
     "en_hate": ("I really hate coriander", [("Hates coriander", "pref:coriander")]),
     "en_no_longer": ("I don't hate coriander anymore.", [("No longer hates coriander", "pref:coriander")]),
     "en_name": ("My name is Alex", [("Name is Alex", "name")]),
-    "en_pet": ("I have a cat named 小白", [("Has a cat named 小白", "pet:a cat named 小白")]),
+    "en_pet": ("I have a cat named 小白", [("Has a cat named 小白", "has:a cat named 小白")]),
     "en_question": ("Where do I live?", []),
     # Traditional characters and written Cantonese: the words as written, the slot as in Simplified
     "zh_hant_like": ("我很喜歡喝烏龍茶", [("喜歡喝烏龍茶", "pref:乌龙茶")]),
@@ -95,12 +96,56 @@ STATEMENTS = {
     "yue_like": ("我鍾意飲奶茶", [("鍾意飲奶茶", "pref:饮奶茶")]),
     "yue_live": ("我而家住喺沙田", [("住在沙田", "live")]),
     "yue_pet": ("我養咗一隻貓", [("養了一隻貓", "pet:一只猫")]),
+    # the other durable things people tell of themselves (allergies, diet, family, where they are
+    # from, languages, birthdays, studies, instruments, conditions, fears), and what looks like them
+    "zh_allergy": ("我对花生过敏，吃了会起疹子", [("对花生过敏", "allergy:花生")]),
+    "zh_allergy_bare": ("我海鲜过敏", [("对海鲜过敏", "allergy:海鲜")]),
+    "zh_allergy_vague": ("我有点过敏", []),
+    "zh_vegetarian": ("我吃素好几年了", [("吃素", "diet")]),
+    "zh_not_eat": ("我不吃辣", [("不吃辣", "pref:辣")]),
+    "zh_birthday": ("我生日是5月3号", [("生日是5月3号", "birthday")]),
+    "zh_from": ("我老家是四川的", [("老家在四川", "from")]),
+    "zh_speaks": ("我会说粤语", [("会说粤语", "speaks:粤语")]),
+    "zh_speaks_idiom": ("我会说到做到", []),
+    "zh_study": ("我的专业是计算机", [("专业是计算机", "study")]),
+    "zh_plays": ("我在学拉小提琴", [("在学拉小提琴", "plays:小提琴")]),
+    "zh_family": ("我有个妹妹，在上大学", [("有妹妹", "has:妹妹")]),
+    "zh_condition": ("我有哮喘", [("有哮喘", "has:哮喘")]),
+    "zh_status": ("我结婚了", [("结婚", "status")]),
+    "zh_age_bare": ("我才18岁", [("今年18岁", "age")]),
+    "zh_call_me": ("叫我小林就好", [("名字叫小林", "name")]),
+    "zh_call_me_to_do": ("你叫我起床吧", []),
+    "zh_habit": ("我平时喜欢打篮球", [("喜欢打篮球", "pref:打篮球")]),
+    "zh_fav_love": ("我最爱的歌手是周杰伦", [("最喜欢的歌手是周杰伦", "fav:歌手")]),
+    "en_fav": ("My favorite color is blue", [("Favorite color is blue", "fav:color")]),
+    "en_allergy_texting": ("btw im allergic to peanuts so no satay for me lol", [("Is allergic to peanuts", "allergy:peanuts")]),
+    "en_diet": ("I’m vegetarian", [("Is vegetarian", "diet")]),
+    "en_status": ("I'm married with two kids", [("Is married", "status")]),
+    "en_from": ("I'm from Brazil originally", [("Is from Brazil", "from")]),
+    "en_birthday": ("My birthday is on March 3rd", [("Birthday is March 3rd", "birthday")]),
+    "en_speaks": ("I speak Spanish", [("Speaks Spanish", "speaks:spanish")]),
+    "en_study": ("I study nursing at Leeds", [("Studies nursing at Leeds", "study")]),
+    "en_plays": ("I play the guitar in a band", [("Plays guitar in a band", "plays:guitar in a band")]),
+    "en_fear": ("I'm terrified of spiders", [("Is afraid of spiders", "fear:spiders")]),
+    "en_into": ("I'm really into K-pop", [("Is into K-pop", "pref:k-pop")]),
+    "en_condition": ("I have asthma", [("Has asthma", "has:asthma")]),
+    "en_turned": ("I just turned 30", [("Is 30 years old", "age")]),
+    "en_work_in": ("I work in marketing", [("Works in marketing", "work")]),
+    "en_based": ("I'm based in Berlin but I work in Potsdam", [("Lives in Berlin", "live"), ("Works in Potsdam", "work")]),
+    "en_love_that": ("I love that idea!", []),
+    "en_love_you": ("I love you", []),
+    "en_idiom_play": ("I play it safe usually", []),
+    "en_idiom_speak": ("I speak my mind", []),
+    "en_tired": ("I am so tired", []),
 }
 
 
 @pytest.mark.parametrize("text,expected", STATEMENTS.values(), ids=STATEMENTS.keys())
 def test_rule_statements(text, expected):
-    assert [(s.text, s.slot) for s in statements(text)] == expected
+    found = statements(text)
+    assert [(s.text, s.slot) for s in found] == expected
+    # a kept fact is found in its slot again, so the next statement there updates it
+    assert [slot_of(s.text) for s in found] == [s.slot for s in found]
 
 
 def _turn(text, i=0):

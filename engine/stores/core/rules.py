@@ -1,205 +1,69 @@
-"""The offline fact extractor, used when no LLM is configured: a few patterns, documented here.
+"""The offline fact extractor, used when no LLM is configured: patterns as tables, one module per
+language (`rules_zh`, `rules_en`: each row a pattern and a kind, each kind a fact form and a slot).
 
-Only the user's side of a turn is read; questions (ending in ？/? or 吗) are ignored. Each
-statement becomes a fact in a canonical form and a *slot*; a new statement in an occupied slot
-UPDATEs the fact there (the old text goes to its history), the same statement again is a no-op.
+Only the user's side of a turn is read; questions (ending in ？/? or 吗), quoted speech, role-play
+*actions* and clauses that imagine or look back (如果…, "if I were…", "when I was a kid…") are
+ignored. Each statement becomes a fact in a canonical form and a *slot*; a new statement in an
+occupied slot UPDATEs the fact there (the old text goes to its history), the same statement again
+is a no-op. What the tables know, by slot:
 
-| said (zh)                         | fact            | slot         |
-|-----------------------------------|-----------------|--------------|
-| 我(很/非常/最…)喜欢/爱/讨厌/恨 X     | 喜欢X / 讨厌X    | pref:X       |
-| 我不喜欢/不讨厌 X                   | 不喜欢X          | pref:X       |
-| 我不(再)讨厌/喜欢 X 了 / 我不再… X   | 不再讨厌X        | pref:X       |
-| 我叫 X / 我的名字(叫/是) X          | 名字叫X          | name         |
-| 我住在 X / 我家在 X / 我搬到(了) X   | 住在X            | live         |
-| 我今年 N 岁                        | 今年N岁          | age          |
-| 我在 X 工作/上班/上学/读书           | 在X工作          | work         |
-| 我养了 X / 我家有一只 X              | 养了X            | pet:X        |
-| 我是 X (not 我是说/我是不是/…)       | 是X              | is:X         |
+| slot            | said (zh)                                   | said (en)                                          |
+|-----------------|---------------------------------------------|----------------------------------------------------|
+| pref:X          | 我(很…)喜欢/爱/讨厌/迷 X, 我不(再)…, 我以前爱…, 我不吃/只喝 X | I like/love/hate X, I'm into / a fan of X, I don't X anymore, I can't handle X, I don't drink |
+| fav:K           | 我最喜欢/最爱的 K 是 X                      | my favorite K is X, X is my favorite K              |
+| name            | 我叫 X, 我的名字是 X, 叫我 X 就好             | my name is X, call me X, "Hi, I'm Priya"           |
+| live / from     | 我住在/搬到 X; 我来自 X, 老家在 X             | I live in / I'm based in / moved to X; I'm from X, grew up in X |
+| age, birthday   | 我今年 N 岁, 我 N 岁了; 我生日是 X            | I'm N, I just turned N; my birthday is X            |
+| work, study     | 我在 X 工作/上班/读书/读大三, 在 X 当 Y; 专业是, 在读高三 | I work at/for/as/in X, I teach X; I study / studied / major in X, doing a PhD |
+| pet:X, has:X    | 我养了 X, 我家有只 X; 我有妹妹/两个孩子, 我有哮喘, 我近视 | I have a X, I've got a X; I have asthma (a list of conditions) |
+| is:X            | 我是 X (not 我是说/我是不是/…)                | I'm a/an X; I'm left-handed / introverted / Muslim (a list of traits) |
+| diet, status    | 我吃素; 我结婚了/单身                          | I'm vegetarian / vegan, I keep kosher; I'm married / single |
+| allergy, fear   | 我对 X 过敏, 我 X 过敏; 我怕 X, 我最怕的是 X   | I'm allergic to X; I'm afraid of X, my biggest fear is X |
+| speaks, plays, can, learning | 我会说 X 语, 我会弹钢琴, 我(不)会游泳, 我在学日语 | I speak X, I play (the) X, I can't swim, I'm learning X |
+| kin:K           | 我老公是 X, 我女朋友叫 X                      | my wife is a X, my dog's name is X, my parents live in X |
+| goal, owns, …   | 我的梦想/目标是 X, 我想当 X; 我开了家 X; 我信佛; 我退休了; 身高 X | my goal is to X, I've always wanted to be X, I'm trying to X; I own a X; my pronouns are X |
 
-| said (en)                                        | fact                 | slot    |
-|--------------------------------------------------|----------------------|---------|
-| I (really) like/love/enjoy/hate/dislike X         | Likes X / Hates X    | pref:X  |
-| I don't like/love X                               | Doesn't like X       | pref:X  |
-| I don't hate/like X anymore / I no longer hate X  | No longer hates X    | pref:X  |
-| my name is X / call me X                          | Name is X            | name    |
-| I live in X / I (have) moved to X                 | Lives in X           | live    |
-| I'm N (years old)                                 | Is N years old       | age     |
-| I work at/for/as X                                | Works at X           | work    |
-| I have a/an X (a cat named 小白, a dog …)          | Has a X              | pet:X   |
-| I'm a/an X                                        | Is a X               | is:X    |
-
-X keys ignore a leading eating/drinking verb, so 我讨厌吃香菜 and 我不讨厌香菜了 share `pref:香菜`.
+X keys ignore a leading eating/drinking verb, so 我讨厌吃香菜 and 我不吃香菜 share `pref:香菜`.
 Traditional characters and written Cantonese are matched as they read in Simplified Mandarin
 (`engine.timeparse.script.as_tables_read`: 我喜歡烏龍茶, 我住喺沙田): the fact keeps the words as
 written (喜歡烏龍茶, 住在沙田), its slot is the reading's (`pref:乌龙茶`), so either script fills one slot.
 Facts written by the LLM in the same shapes (also with a leading 用户 / "User") get slots too.
+How much of what people tell of themselves the tables keep: `bench/bench_core_facts.py`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
 
+from engine.stores.core import rules_en, rules_zh
 from engine.stores.core.facts import Fact, normalise_text
 from engine.stores.core.ops import FactOp, Said
-from engine.timeparse.script import as_tables_read, in_traditional
-
-
-@dataclass(frozen=True)
-class Statement:
-    text: str
-    """The fact in canonical form."""
-    slot: str
-
-
-# ---------------------------------------------------------------------------- Chinese
-
-_ZH_ADV = r"(?:现在|也|还|一直|已经|真的|其实|最近|刚刚|刚|上个月|上周|去年|今年|前几天)*"
-_ZH_DEG = r"(?:很|非常|最|特别|超|挺|超级|有点|十分|好)*"
-_ZH_TAIL = re.compile(r"[了啦呀哦呢的吧啊哈～~]+$")
-_ZH_IS_STOP = ("说", "不是", "在", "想", "觉得", "真", "挺", "因为", "不", "要", "来", "去", "问", "开玩笑")
-
-_ZH_RULES: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(rf"我{_ZH_ADV}最喜欢的(.+?)是(.+)"), "fav"),
-    (re.compile(rf"我{_ZH_ADV}(?:不再|再也不)(喜欢|讨厌|爱|恨)(.+)"), "no_longer"),
-    (re.compile(rf"我{_ZH_ADV}不(喜欢|讨厌|爱|恨)(.+?)了$"), "no_longer"),
-    (re.compile(rf"我{_ZH_ADV}不{_ZH_DEG}(喜欢|爱)(.+)"), "not"),
-    (re.compile(rf"我{_ZH_ADV}{_ZH_DEG}(喜欢|讨厌|爱|恨)(.+)"), "pref"),
-    (re.compile(r"我的名字(?:叫|是)(.+)"), "name"),
-    (re.compile(rf"我{_ZH_ADV}叫(.+)"), "name"),
-    (re.compile(rf"我{_ZH_ADV}(?:搬家?到|搬去)了?(.+?)(?:住)?$"), "live"),
-    (re.compile(rf"我{_ZH_ADV}(?:住在|家在|住)(.+)"), "live"),
-    (re.compile(rf"我{_ZH_ADV}今年(\d+|[一二三四五六七八九十百]+)岁"), "age"),
-    (re.compile(rf"我{_ZH_ADV}在(.+?)(工作|上班|上学|读书)"), "work"),
-    (re.compile(rf"我{_ZH_ADV}(?:养了|家有|有)((?:一|两|三|\d)[只条匹头].+)"), "pet"),
-    (re.compile(rf"我{_ZH_ADV}养了(.+)"), "pet"),
-    (re.compile(rf"我{_ZH_ADV}是(.+)"), "is"),
-]
-
-
-def _zh_key(obj: str) -> str:
-    return re.sub(r"^(?:吃|喝|看|玩|听|养)", "", obj).strip()
-
-
-# The fact and its slot per kind of rule; {g0} {g1} are the pattern's groups, {key} the object's key.
-_ZH_FORMS: dict[str, tuple[str, str]] = {
-    "fav": ("最喜欢的{g0}是{obj}", "fav:{g0}"),
-    "no_longer": ("不再{g0}{obj}", "pref:{key}"),
-    "not": ("不{g0}{obj}", "pref:{key}"),
-    "pref": ("{g0}{obj}", "pref:{key}"),
-    "name": ("名字叫{obj}", "name"),
-    "live": ("住在{obj}", "live"),
-    "age": ("今年{obj}岁", "age"),
-    "work": ("在{obj}{g1}", "work"),
-    "pet": ("养了{obj}", "pet:{obj}"),
-    "is": ("是{obj}", "is:{obj}"),
-}
-_TRADITIONAL_FORM_WORDS = {"最喜欢的": "最喜歡的", "岁": "歲", "养了": "養了"}
-"""The words of `_ZH_FORMS` that Traditional characters write otherwise: a fact told in them is
-kept in them."""
-
-
-def _zh_statement(clause: str, read: str) -> Statement | None:
-    """`read`: the clause as the patterns read it (`as_tables_read`: Simplified Mandarin, the same
-    length). The fact keeps the words as written; its slot is the reading's, so the same thing
-    said in either script fills one slot."""
-    for pattern, kind in _ZH_RULES:
-        match = pattern.search(read)
-        if not match:
-            continue
-        spans = [match.span(i) for i in range(1, len(match.groups()) + 1)]
-        written, reading = [clause[a:b] for a, b in spans], [read[a:b] for a, b in spans]
-        at = -1 if kind != "work" else 0
-        obj_read = _ZH_TAIL.sub("", reading[at])  # the tail is cut where the reading ends it (嘅 reads 的)
-        obj, obj_read = written[at][: len(obj_read)].strip(), obj_read.strip()
-        if not obj or len(obj) > 30:
-            return None
-        if kind == "is" and (obj_read.startswith(_ZH_IS_STOP) or len(obj) > 15):
-            return None
-        text, slot = _ZH_FORMS[kind]
-        if in_traditional(clause):
-            for simplified, traditional in _TRADITIONAL_FORM_WORDS.items():
-                text = text.replace(simplified, traditional)
-        said = {"g0": written[0], "g1": written[1] if len(written) > 1 else "", "obj": obj}
-        slot_fields = {"g0": reading[0], "g1": reading[1] if len(reading) > 1 else "", "obj": obj_read,
-                       "key": _zh_key(obj_read)}
-        return Statement(text.format(**said), slot.format(**slot_fields))
-    return None
-
-
-# ---------------------------------------------------------------------------- English
-
-_EN_TAIL = re.compile(r"\s+(?:now|anymore|any more|too|as well|though|either)$", re.I)
-_EN_RULES: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"\bi (?:don't|do not|dont) (like|hate|love) (.+?) any ?more\b", re.I), "no_longer"),
-    (re.compile(r"\bi no longer (like|hate|love) (.+)", re.I), "no_longer"),
-    (re.compile(r"\bi (?:don't|do not|dont) (?:really )?(like|love) (.+)", re.I), "not"),
-    (re.compile(r"\bi (?:really |totally |absolutely |just |kind of )?(like|love|enjoy|hate|dislike|can't stand) (.+)", re.I), "pref"),
-    (re.compile(r"\bmy name is (.+)", re.I), "name"),
-    (re.compile(r"\bcall me (.+)", re.I), "name"),
-    (re.compile(r"\bi (?:now |currently )?live in (.+)", re.I), "live"),
-    (re.compile(r"\bi(?: have|'ve)? (?:just )?moved to (.+)", re.I), "live"),
-    (re.compile(r"\bi(?:'m| am) (\d+)(?: years old)?$", re.I), "age"),
-    (re.compile(r"\bi work (?:at|for|as) (.+)", re.I), "work"),
-    (re.compile(r"\bi have (an? .+|two .+|\d+ .+)", re.I), "pet"),
-    (re.compile(r"\bi(?:'m| am) (an? .+)", re.I), "is"),
-]
-_EN_VERB = {"like": "Likes", "love": "Loves", "enjoy": "Enjoys", "hate": "Hates", "dislike": "Dislikes",
-            "can't stand": "Can't stand"}
-
-
-def _en_key(obj: str) -> str:
-    return re.sub(r"^(?:eating|to eat|drinking|watching|playing)\s+", "", obj.lower()).strip()
-
-
-# As _ZH_FORMS; {verb} is the matched verb, {Verb} its fact form, {prep} at/for/as, {low} the object lower-cased.
-_EN_FORMS: dict[str, tuple[str, str]] = {
-    "no_longer": ("No longer {verb}s {obj}", "pref:{key}"),
-    "not": ("Doesn't {verb} {obj}", "pref:{key}"),
-    "pref": ("{Verb} {obj}", "pref:{key}"),
-    "name": ("Name is {obj}", "name"),
-    "live": ("Lives in {obj}", "live"),
-    "age": ("Is {obj} years old", "age"),
-    "work": ("Works {prep} {obj}", "work"),
-    "pet": ("Has {obj}", "pet:{low}"),
-    "is": ("Is {obj}", "is:{low}"),
-}
-
-
-def _en_statement(clause: str) -> Statement | None:
-    for pattern, kind in _EN_RULES:
-        match = pattern.search(clause)
-        if not match:
-            continue
-        obj = _EN_TAIL.sub("", match.groups()[-1].strip()).strip(" .!,")
-        if not obj or len(obj) > 60:
-            return None
-        verb = match.group(1).lower() if kind in ("no_longer", "not", "pref") else ""
-        fields = {
-            "obj": obj, "low": obj.lower(), "key": _en_key(obj), "verb": verb,
-            "Verb": _EN_VERB[verb] if kind == "pref" else "",
-            "prep": match.group(0).split()[2].lower() if kind == "work" else "",
-        }
-        text, slot = _EN_FORMS[kind]
-        return Statement(text.format(**fields), slot.format(**fields))
-    return None
+from engine.stores.core.statement import Statement
+from engine.timeparse.script import as_tables_read
 
 
 # ---------------------------------------------------------------------------- both
 
-_CLAUSE_SPLIT = re.compile(r"(?<=[。！!？?；;\n，])|[,](?=\s*(?:i\b|I\b|my\b|My\b))|(?<=\.)\s+")
+_CLAUSE_SPLIT = re.compile(r"(?<=[。！!？?；;\n，])|[,](?=\s*(?:i\b|I\b|my\b|My\b))|(?<=\.)\s+"
+                           r"|\s+(?=(?:but|and|so|also|plus)\s+(?:i|I|my|My)\b)")
 _PRONOUN = re.compile(r"[我你他她它]|^(?:但|可是|不过)")
+# Someone else's words, and role-play actions: no statement of the user's ('He said "I'm from
+# Boston"', 他说“我是北京人”, *I am a dragon*). An apostrophe inside a word does not quote.
+_QUOTED = re.compile(r'"[^"\n]*"|“[^”\n]*”|「[^」\n]*」|『[^』\n]*』|(?<!\w)\'(?:[^\'\n]|\'(?=\w))+\'(?!\w)|\*[^*\n]+\*')
+# A clause that imagines, or tells of long ago (如果我是一只猫, "if I were rich", "when I was a kid I
+# lived in Ohio").
+_NOT_SO = re.compile(r"^(?:如果|假如|要是|万一|假设|想象|小时候|当年|\W*(?:if|imagine|pretend|suppose|what if|when i was|back when|in my dreams?)\b)", re.I)
 
 
 def statements(user_text: str) -> list[Statement]:
     """The statements found in one user message, in order."""
     out: list[Statement] = []
     previous_was_mine = False
-    for clause in _CLAUSE_SPLIT.split(user_text):
+    for clause in _CLAUSE_SPLIT.split(_QUOTED.sub("。", user_text)):
         clause = clause.strip()
         read = as_tables_read(clause)  # Traditional characters and written Cantonese as the patterns read them
-        if not clause or clause.endswith(("？", "?")) or re.search(r"[吗嘛][？?。!！]?$", read):
+        if not clause or clause.endswith(("？", "?")) or re.search(r"[吗嘛][？?。!！]?$", read) or _NOT_SO.match(read):
             previous_was_mine = False
             continue
         clause = clause.rstrip("。！!；;.，,…~～ ")
@@ -207,50 +71,30 @@ def statements(user_text: str) -> list[Statement]:
         chinese = re.search(r"[\u4e00-\u9fff]", clause) is not None
         if chinese and previous_was_mine and not _PRONOUN.search(read):
             clause, read = "我" + clause, "我" + read  # 我住在重庆，养了一只猫: the subject carries over the comma
-        found = _zh_statement(clause, read) if chinese else None
-        found = found or _en_statement(clause)
+        found = rules_zh.statement(clause, read) if chinese else None
+        found = found or rules_en.statement(clause)
         previous_was_mine = found is not None
         if found is not None:
             out.append(found)
     return out
 
 
-_SLOT_OF_FACT: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"^最喜欢的(.+?)是"), "fav"),
-    (re.compile(r"^(?:不再|不)?(?:喜欢|讨厌|爱|恨)(.+)$"), "pref"),
-    (re.compile(r"^名字(?:叫|是)"), "name"),
-    (re.compile(r"^住在"), "live"),
-    (re.compile(r"^今年.+岁$"), "age"),
-    (re.compile(r"^在.+(?:工作|上班|上学|读书)$"), "work"),
-    (re.compile(r"^养了(.+)$"), "pet"),
-    (re.compile(r"^是(.+)$"), "is"),
-    (re.compile(r"^(?:no longer |doesn't )?(?:likes?|loves?|enjoys?|hates?|dislikes?|can't stand) (.+)$", re.I), "pref_en"),
-    (re.compile(r"^name is ", re.I), "name"),
-    (re.compile(r"^lives in ", re.I), "live"),
-    (re.compile(r"^is \d+ years old$", re.I), "age"),
-    (re.compile(r"^works (?:at|for|as) ", re.I), "work"),
-    (re.compile(r"^has (.+)$", re.I), "pet_en"),
-    (re.compile(r"^is (an? .+)$", re.I), "is_en"),
-]
-
-
 def slot_of(fact_text: str) -> str | None:
-    """The slot of a fact in one of the canonical shapes above, else None."""
+    """The slot of a fact in one of the canonical shapes (`rules_zh.FORMS`, `rules_en.FORMS`), else None."""
     text = re.sub(r"^(?:用户|User\s+|The user\s+)", "", as_tables_read(normalise_text(fact_text)))
-    for pattern, kind in _SLOT_OF_FACT:
-        match = pattern.match(text)
-        if not match:
-            continue
-        obj = match.group(1) if match.groups() else ""
-        if kind == "pref":
-            return f"pref:{_zh_key(obj)}"
-        if kind == "pref_en":
-            return f"pref:{_en_key(obj)}"
-        if kind in ("pet", "is", "fav"):
-            return f"{kind}:{obj}"
-        if kind in ("pet_en", "is_en"):
-            return f"{kind[:-3]}:{obj.lower()}"
-        return kind
+    return (rules_zh.kin_slot(text) or _slot(text, rules_zh.SLOTS, rules_zh.key, str)
+            or rules_en.kin_slot(text) or _slot(text, rules_en.SLOTS, rules_en.key, str.lower))
+
+
+def _slot(fact: str, table: Sequence[tuple[re.Pattern[str], str]], key: Callable[[str], str],
+          fold: Callable[[str], str]) -> str | None:
+    """The slot of the first row of a language's `SLOTS` that the fact is in the shape of: the kind,
+    and the row's group as the slot's object (a liking's as `key` makes it)."""
+    for pattern, kind in table:
+        match = pattern.match(fact)
+        if match:
+            obj = fold(next((g for g in match.groups() if g), ""))
+            return f"pref:{key(obj)}" if kind == "pref" else f"{kind}:{obj}" if obj else kind
     return None
 
 
