@@ -22,6 +22,7 @@ is a no-op. What the tables know, by slot:
 | speaks, plays, can, learning | 我会说 X 语, 我会弹钢琴, 我(不)会游泳, 我在学日语 | I speak X, I play (the) X, I can't swim, I'm learning X |
 | kin:K           | 我老公是 X, 我女朋友叫 X                      | my wife is a X, my dog's name is X, my parents live in X |
 | goal, owns, …   | 我的梦想/目标是 X, 我想当 X; 我开了家 X; 我信佛; 我退休了; 身高 X | my goal is to X, I've always wanted to be X, I'm trying to X; I own a X; my pronouns are X |
+| habits, things  | 周末我一般都去钓鱼; 我戒烟了; 我收集盲盒; 我买了辆 X; 我这个人比较慢热; X我是真的接受不了 | I knit, I do bouldering; I collect X; I use a wheelchair; I drive a X; I'm 6'2; I am Korean; my native language is X |
 
 X keys ignore a leading eating/drinking verb, so 我讨厌吃香菜 and 我不吃香菜 share `pref:香菜`.
 Traditional characters and written Cantonese are matched as they read in Simplified Mandarin
