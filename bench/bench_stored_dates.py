@@ -29,7 +29,8 @@ def main() -> None:
     parser.add_argument("--show", type=int, default=15, help="print this many dates stored in questions")
     args = parser.parse_args()
     from engine.stores.diary.dates import resolve_dates
-    from engine.stores.diary.recall import decide_for, past_ranges
+    from engine.stores.diary.ranges import past_ranges
+    from engine.stores.diary.recall import decide_for
     from engine.timeparse import parse_time_ranges
 
     samples = json.loads(EVAL.read_text(encoding="utf-8"))

@@ -8,7 +8,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from engine.stores.diary.recall import decide_for, past_ranges, recall_cue
+from engine.stores.diary.ranges import past_ranges
+from engine.stores.diary.recall import decide_for, recall_cue
 from engine.testing.time_questions import corpus, rules_answer
 from engine.timeparse import parse_time_ranges
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -107,16 +108,33 @@ def blind_set(n: int, *, fills: int = 2, folder: Path = PROBE) -> list[Question]
     return out
 
 
-def rules_answer(text: str, *, now: datetime = SPAN_NOW, require_cue: bool = True) -> tuple[bool, bool]:
-    """(the message names a past range at `now`, the word rules of `recall.py` answer from it),
-    read as the diary reads it (`as_tables_read`: Traditional characters, written Cantonese)."""
-    from engine.stores.diary.recall import decide_for, past_ranges
+def _read_with_ranges(text: str, now: datetime) -> tuple[str, list]:
+    """The message as the diary's rules read it (`as_tables_read`: Traditional characters, written
+    Cantonese) and the ranges it answers from (`named_days` of `past_ranges`)."""
+    from engine.stores.diary.ranges import named_days, past_ranges
     from engine.timeparse import parse_time_ranges
     from engine.timeparse.script import as_tables_read
 
     said = as_tables_read(text)
-    ranges = past_ranges(said, parse_time_ranges(said, now=now), now)
+    return said, named_days(past_ranges(said, parse_time_ranges(said, now=now), now))
+
+
+def rules_answer(text: str, *, now: datetime = SPAN_NOW, require_cue: bool = True) -> tuple[bool, bool]:
+    """(the message names a past range at `now`, the word rules of `recall.py` answer from it)."""
+    from engine.stores.diary.recall import decide_for
+
+    said, ranges = _read_with_ranges(text, now)
     return bool(ranges), bool(ranges) and decide_for(said, ranges, now, require_cue=require_cue).use
+
+
+def engine_answer(text: str, vector: Sequence[float], model_id: str, *, now: datetime = SPAN_NOW) -> tuple[bool, bool]:
+    """(the message names a past range at `now`, the diary answers from it): the rules and, where they
+    neither fire nor settle it, the learned model over `vector` (`recall.decide_with_model`), as
+    `build_prompt` decides."""
+    from engine.stores.diary.recall import decide_with_model
+
+    said, ranges = _read_with_ranges(text, now)
+    return bool(ranges), bool(ranges) and decide_with_model(said, ranges, now, vector, model_id).use
 
 
 CORPORA = DATA.parent

@@ -26,14 +26,15 @@ import numpy as np
 from engine.conversation import normalize
 from engine.search.base import SearchHit, SearchRequest, Tuning
 from engine.stores.base import Hit, Query
-from engine.stores.diary.asking import ask_kind, asks_recall, has_content_words
+from engine.stores.diary.asking import ask_kind, has_content_words
 from engine.stores.diary.dates import label_range
 from engine.stores.diary.port import DiarySource
 from engine.stores.diary.people import about_someone, names_participant
 from engine.stores.diary.question import (
     Names, is_small_talk, message_vector, piece_vector, residual, search_text, side_of,
 )
-from engine.stores.diary.recall import RecallDecision, decide_for, is_question, names_past_day, past_ranges, recall_cue
+from engine.stores.diary.ranges import named_days, past_ranges
+from engine.stores.diary.recall import RecallDecision, decide_with_model, is_question, recall_cue
 from engine.stores.diary.render import (
     MIN_LINE_TOKENS, NOTE_RESERVE, STORE, RangeTurns, digest_hits, fmt_range, half_tokens, omitted_hit, omitted_note, raw_hits,
     search_hits,
@@ -85,10 +86,6 @@ class Answering:
     """The embedder's model (the decision of `asking.py` has weights per model)."""
 
 
-VAGUE_KINDS = frozenset({"recent", "few_days_ago"})
-"""Ranges that name no day ("lately", "these days", "the other day", 前几天)."""
-
-
 def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> list[Hit]:
     from engine.timeparse import parse_time_ranges
 
@@ -100,19 +97,11 @@ def answer(source: DiarySource, how: Answering, query: Query, names: Names) -> l
     said = as_tables_read(query.message)
     who = (as_tables_read(names.user), as_tables_read(names.char))  # the participants, as the tables read them
     expressions = parse_time_ranges(said, now=now)
-    ranges = past_ranges(said, expressions, now)
-    if any(e.kind not in VAGUE_KINDS for e, _ in ranges):
-        # a vague "lately" / 最近 / "the other day" gives way to the day the message names ("what did
-        # we chat about on Monday? I keep forgetting things lately", "…the other day… wait, no, it
-        # was three days ago")
-        ranges = [(e, r) for e, r in ranges if e.kind not in VAGUE_KINDS]
-    decision = decide_for(said, ranges, now, require_cue=config.require_recall_cue, names=who)
+    ranges = named_days(past_ranges(said, expressions, now))
     # what the message asks besides its time words: read by both models of `asking.py`
     rest_vector = piece_vector(query, residual(query.message, [e.span for e in expressions], names))
-    if not decision.use and not decision.settled and config.require_recall_cue and names_past_day(ranges, now):
-        learned = asks_recall(rest_vector, how.model_id)
-        if learned:
-            decision = RecallDecision(True, "", learned)
+    decision = decide_with_model(said, ranges, now, rest_vector, how.model_id,
+                                 require_cue=config.require_recall_cue, names=who)
     ranges = [(replace(e, text=query.message[slice(*e.span)]), r) for e, r in ranges]  # shown in the user's words
     vector = message_vector(query)
     window = {normalize(m.get("content", "")) for m in query.recent}

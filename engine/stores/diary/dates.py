@@ -87,7 +87,8 @@ def asked_about(text: str, found: Sequence[TimeExpression], now: datetime) -> se
     "Yesterday I told you about my sister, right?". What a turn asks about is no event of that day:
     stored, it would come back as one. A sentence at a time: a question after a story ("I went
     camping last week. Have you been?") asks nothing of the story's days."""
-    from engine.stores.diary.recall import before_today, decide_for, past_ranges
+    from engine.stores.diary.ranges import before_today, past_ranges
+    from engine.stores.diary.recall import decide_for
 
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     out: set[tuple[int, int]] = set()

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from engine.stores.diary.asking import asks_recall
 from engine.stores.diary.people import names_one_of_us
+from engine.stores.diary.ranges import before_today_ranges, names_past_day
 from engine.stores.diary.recall_cues import (
     ZH_MEMORY, ZH_PAST_QUESTION, EN_MEMORY, EN_PAST_QUESTION, ZH_REQUEST,
     EN_REQUEST, ZH_QUESTION, ZH_INDIRECT, ZH_FINAL_NE, ZH_STILL,
@@ -290,65 +292,27 @@ def recall_cue(message: str) -> str:
     return _cue(message, spelled_out(message))[0]
 
 
-NIGHT_END_HOUR = 5
-"""A night runs to 05:00 the next morning (the manual's parts of day, docs/time-expressions.md)."""
-
-
-def before_today(start: datetime, stop: datetime, today: datetime) -> bool:
-    """Whether a clipped range lies before `today` (its midnight): it ended before today began, or it
-    is the night that began yesterday (昨晚, "last night": 18:00 to 05:00), which a question asks about
-    as it asks about yesterday ("昨晚那部电影叫什么？")."""
-    return stop <= today or (start < today and stop <= today + timedelta(hours=NIGHT_END_HOUR))
-
-
-def clip_to_past(start: datetime, end: datetime, now: datetime) -> tuple[datetime, datetime] | None:
-    """[start, min(end, now)] when some of it is in the past, else None."""
-    stop = min(end, now)
-    if start >= stop:
-        return None
-    return start, stop
-
-
-def past_ranges(message: str, expressions: Sequence[TimeExpression],
-                now: datetime) -> list[tuple[TimeExpression, tuple[datetime, datetime]]]:
-    """Each expression of `message`, moved back when its sentence speaks of the past
-    (`tense.resolve_past`: "what did I say on Thanksgiving?" four days before it is last year's),
-    with its range clipped to `now`; those that cover some past."""
-    from engine.timeparse.tense import resolve_past
-
-    out = []
-    for expr in expressions:
-        start, end = resolve_past(message, expr, now=now)
-        if (start, end) != (expr.start, expr.end):
-            expr = replace(expr, start=start, end=end)
-        clipped = clip_to_past(expr.start, expr.end, now)
-        if clipped is not None:
-            out.append((expr, clipped))
-    return out
-
-
 def decide_for(message: str, ranges: Sequence[tuple[TimeExpression, tuple[datetime, datetime]]], now: datetime, *,
                require_cue: bool = True, names: Sequence[str] = ()) -> RecallDecision:
     """`decide` for a message's `past_ranges`: the spans of those that lie before today. `names`:
     the user's and the character's (they count as one of us)."""
-    past = [(expr.span, expr.end - expr.start >= LONG_RANGE) for expr in _before_today(ranges, now)]
+    past = [(expr.span, expr.end - expr.start >= LONG_RANGE) for expr in before_today_ranges(ranges, now)]
     return decide(message, has_past_range=bool(ranges), require_cue=require_cue,
                   past_spans=[span for span, long in past if not long], long_spans=[span for span, long in past if long],
                   names=names)
 
 
-def names_past_day(ranges: Sequence[tuple[TimeExpression, tuple[datetime, datetime]]], now: datetime) -> bool:
-    """Some range is a day or less and lies before today: what the model of `asking.asks_recall`
-    learned from ("what did we cover on Sunday"). Today is still under way, and a longer range is
-    asked of our lives more loosely ("what happened in the news last month"): both are left to the
-    rules."""
-    return any(expr.end - expr.start <= timedelta(days=1) for expr in _before_today(ranges, now))
-
-
-def _before_today(ranges: Sequence[tuple[TimeExpression, tuple[datetime, datetime]]], now: datetime) -> list[TimeExpression]:
-    """The expressions of `past_ranges` whose clipped range lies before today (`before_today`)."""
-    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    return [expr for expr, (start, stop) in ranges if before_today(start, stop, today)]
+def decide_with_model(message: str, ranges: Sequence[tuple[TimeExpression, tuple[datetime, datetime]]],
+                      now: datetime, vector: Sequence[float] | None, model_id: str, *, require_cue: bool = True,
+                      names: Sequence[str] = ()) -> RecallDecision:
+    """`decide_for`, and where its rules neither fire nor settle the message and it names a past day,
+    the learned model of `asking.asks_recall` over `vector` (the embedding of what the message asks
+    besides its time words)."""
+    decision = decide_for(message, ranges, now, require_cue=require_cue, names=names)
+    if decision.use or decision.settled or not require_cue or not names_past_day(ranges, now):
+        return decision
+    learned = asks_recall(vector, model_id)
+    return RecallDecision(True, "", learned) if learned else decision
 
 
 def decide(message: str, *, has_past_range: bool, require_cue: bool = True,
